@@ -1,0 +1,91 @@
+// `ttrcheck layers [--layer L] [--json]`: the catalogue, printed from the specs.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "oracles/registry.hpp"
+
+namespace ttr::cli {
+namespace {
+
+const char* key_type(KeyType t) {
+  switch (t) {
+    case KeyType::number: return "number";
+    case KeyType::integer: return "integer";
+    case KeyType::boolean: return "boolean";
+    case KeyType::choice: return "choice";
+  }
+  return "?";
+}
+
+nlohmann::json tensor_json(const TensorSpec& t) {
+  return {{"name", t.name}, {"dims", t.dims}, {"required", t.required}, {"range", t.range.str()}, {"doc", t.doc}};
+}
+
+nlohmann::json layer_json(const LayerEntry& e) {
+  const LayerSpec& s = e.spec;
+  nlohmann::json j{{"name", s.name}, {"summary", s.summary}, {"recurrence", s.recurrence},
+                   {"equations", s.equations}, {"notes", s.notes}};
+  for (const auto& t : s.inputs) j["inputs"].push_back(tensor_json(t));
+  for (const auto& t : s.outputs) j["outputs"].push_back(tensor_json(t));
+  j["config"] = nlohmann::json::array();
+  for (const auto& k : s.config) {
+    nlohmann::json c{{"name", k.name}, {"type", key_type(k.type)}, {"required", k.required}, {"doc", k.doc}};
+    if (k.default_value) c["default"] = *k.default_value;
+    if (k.type == KeyType::number || k.type == KeyType::integer) c["range"] = k.range.str();
+    if (!k.choices.empty()) c["choices"] = k.choices;
+    j["config"].push_back(c);
+  }
+  for (const auto& [f, _] : e.forms) j["forms"].push_back(form_name(f));
+  return j;
+}
+
+void print_layer(const LayerEntry& e) {
+  const LayerSpec& s = e.spec;
+  fmt::print("{}  —  {}\n  {}\n", s.name, s.summary, s.recurrence);
+  fmt::print("  inputs:\n");
+  for (const auto& t : s.inputs)
+    fmt::print("    {:<16} [{}]{}  {}; values {}\n", t.name, fmt::join(t.dims, ","), t.required ? "" : " (optional)",
+               t.doc, t.range.str());
+  fmt::print("  outputs:\n");
+  for (const auto& t : s.outputs) fmt::print("    {:<16} [{}]  {}\n", t.name, fmt::join(t.dims, ","), t.doc);
+  if (!s.config.empty()) fmt::print("  config (--set key=value):\n");
+  for (const auto& k : s.config) {
+    std::string dflt = k.default_value ? "default " + *k.default_value : (k.required ? "required" : "computed");
+    std::string dom = k.type == KeyType::choice ? fmt::format("{}", fmt::join(k.choices, "|"))
+                      : k.type == KeyType::boolean ? "true|false" : k.range.str();
+    fmt::print("    {:<24} {} ({}; {})  {}\n", k.name, key_type(k.type), dflt, dom, k.doc);
+  }
+  std::string forms;
+  for (const auto& [f, _] : e.forms) forms += (forms.empty() ? "" : ", ") + std::string(form_name(f));
+  fmt::print("  forms: {}\n  equations: {}\n", forms, fmt::join(s.equations, "; "));
+  for (const auto& n : s.notes) fmt::print("  note: {}\n", n);
+  fmt::print("\n");
+}
+
+}  // namespace
+
+Command add_layers(CLI::App& app) {
+  auto* cmd = app.add_subcommand("layers", "print the layer catalogue (tensors, config keys, math) from the specs");
+  auto layer = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("--layer", *layer, "only this layer");
+  cmd->add_flag("--json", *json, "machine-readable JSON");
+  return [layer, json]() {
+    std::vector<const LayerEntry*> sel;
+    if (layer->empty())
+      for (const auto& e : registry()) sel.push_back(&e);
+    else
+      sel.push_back(&find_layer(*layer));
+    if (*json) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto* e : sel) j.push_back(layer_json(*e));
+      fmt::print("{}\n", j.dump(2));
+    } else {
+      for (const auto* e : sel) print_layer(*e);
+    }
+    return 0;
+  };
+}
+
+}  // namespace ttr::cli

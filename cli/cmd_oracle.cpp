@@ -1,0 +1,43 @@
+// `ttrcheck oracle`: the high-precision outputs of a layer on an input file.
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "oracles/oracle.hpp"
+
+namespace ttr::cli {
+
+Command add_oracle(CLI::App& app) {
+  struct Opts {
+    std::string layer, in, out, form = "sequential";
+    unsigned bits = 256;
+    bool certified = false;
+    int chunk_size = 64;
+    std::vector<std::string> sets;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("oracle", "compute a layer's outputs in MPFR (float64 tensors rounded to nearest)");
+  cmd->add_option("--layer", o->layer, "layer name (see `ttrcheck layers`)")->required();
+  cmd->add_option("--in", o->in, "inputs (safetensors)")->required();
+  cmd->add_option("--out", o->out, "outputs (safetensors, F64)")->required();
+  cmd->add_option("--bits", o->bits, "MPFR precision in bits (at least this many are used)")
+      ->check(CLI::Range(24u, 100000u));
+  cmd->add_flag("--certified", o->certified, "also write an MPFI enclosure '<name>.lower'/'<name>.upper' per output");
+  cmd->add_option("--form", o->form, "sequential|chunk|scan");
+  cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::PositiveNumber);
+  add_set_option(*cmd, o->sets);
+  return [o]() {
+    check_writable(o->out);
+    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
+    OracleOptions opt;
+    opt.form = parse_form(o->form);
+    opt.bits = o->bits;
+    opt.certified = o->certified;
+    opt.chunk_size = o->chunk_size;
+    const io::TensorFile out = compute_oracle(*in.layer, in.inputs, in.config, opt, in.file.metadata);
+    io::write_safetensors_atomic(o->out, out);
+    return 0;
+  };
+}
+
+}  // namespace ttr::cli

@@ -1,0 +1,54 @@
+// `ttrcheck run`: a reference form in a chosen arithmetic on the CPU, the way a
+// kernel under test runs (bf16/fp16/fp32 outputs are stored in that dtype).
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "oracles/oracle.hpp"
+
+namespace ttr::cli {
+namespace {
+
+io::DType dtype_for(Tier t) {
+  switch (t) {
+    case Tier::bf16: return io::DType::BF16;
+    case Tier::fp16: return io::DType::F16;
+    case Tier::fp32: return io::DType::F32;
+    default: return io::DType::F64;
+  }
+}
+
+}  // namespace
+
+Command add_run(CLI::App& app) {
+  struct Opts {
+    std::string layer, in, out, arith = "fp32", form = "sequential";
+    int chunk_size = 64;
+    std::vector<std::string> sets;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("run", "run a layer form in bf16|fp16|fp32|fp64|mpfr:N|mpfi:N on the CPU");
+  cmd->add_option("--layer", o->layer, "layer name")->required();
+  cmd->add_option("--in", o->in, "inputs (safetensors)")->required();
+  cmd->add_option("--out", o->out, "outputs (safetensors, in the arithmetic's dtype)")->required();
+  cmd->add_option("--arith", o->arith, "bf16|fp16|fp32|fp64|mpfr:N|mpfi:N");
+  cmd->add_option("--form", o->form, "sequential|chunk|scan");
+  cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::PositiveNumber);
+  add_set_option(*cmd, o->sets);
+  return [o]() {
+    const Arith arith = parse_arith(o->arith);
+    const Form form = parse_form(o->form);
+    check_writable(o->out);
+    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
+    const LayerResult r = run_layer(*in.layer, form, arith, in.inputs.tensors, in.config, o->chunk_size);
+    auto meta = base_metadata("run", in.layer->spec, in.config);
+    meta["form"] = form_name(form);
+    meta["precision"] = arith_name(arith);
+    meta["working_bits"] = std::to_string(r.working_bits);
+    if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;
+    io::write_safetensors_atomic(o->out, to_file(r.values, dtype_for(arith.tier), std::move(meta)));
+    return 0;
+  };
+}
+
+}  // namespace ttr::cli

@@ -1,0 +1,105 @@
+// `ttrcheck vectors`: a suite's inputs and oracle outputs, plus manifest.json.
+#include <filesystem>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "oracles/error.hpp"
+#include "oracles/io/text_file.hpp"
+#include "oracles/oracle.hpp"
+#include "oracles/vectors.hpp"
+
+namespace ttr::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Removes what this invocation wrote unless commit() was called.
+class Rollback {
+ public:
+  explicit Rollback(const fs::path& dir) {
+    std::error_code ec;
+    created_dir_ = !fs::exists(dir, ec);
+    if (created_dir_ && !fs::create_directories(dir, ec))
+      throw InputError(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
+    if (!fs::is_directory(dir, ec)) throw InputError(fmt::format("{}: not a directory", dir.string()));
+    dir_ = dir;
+  }
+  void wrote(const fs::path& p) { files_.push_back(p); }
+  void commit() { done_ = true; }
+  ~Rollback() {
+    if (done_) return;
+    std::error_code ec;
+    for (const auto& f : files_) fs::remove(f, ec);
+    if (created_dir_) fs::remove(dir_, ec);  // only if empty
+  }
+
+ private:
+  fs::path dir_;
+  std::vector<fs::path> files_;
+  bool created_dir_ = false, done_ = false;
+};
+
+}  // namespace
+
+Command add_vectors(CLI::App& app) {
+  struct Opts {
+    std::string layer, suite, out;
+    std::uint64_t seed = 0;
+    unsigned bits = 256;
+    bool no_oracle = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("vectors", "write a suite's input vectors and their oracle outputs");
+  cmd->add_option("--layer", o->layer, "layer name, or 'all'")->required();
+  cmd->add_option("--suite", o->suite, "tiny|standard|stress")->required();
+  cmd->add_option("--out", o->out, "output directory (created if absent)")->required();
+  cmd->add_option("--seed", o->seed, "random seed (same seed: bit-identical files)");
+  cmd->add_option("--bits", o->bits, "oracle MPFR precision")->check(CLI::Range(24u, 100000u));
+  cmd->add_flag("--no-oracle", o->no_oracle, "inputs only");
+  return [o]() {
+    std::vector<const LayerEntry*> layers;
+    if (o->layer == "all")
+      for (const auto& e : registry()) layers.push_back(&e);
+    else
+      layers.push_back(&find_layer(o->layer));
+    for (const auto* l : layers) suite_cases(l->spec, o->suite);  // unknown suite: fail before writing
+    const fs::path dir(o->out);
+    Rollback rb(dir);
+    nlohmann::json manifest{{"tool_version", kToolVersion}, {"suite", o->suite}, {"seed", o->seed},
+                            {"precision", fmt::format("mpfr:{}", o->bits)}, {"cases", nlohmann::json::array()}};
+    for (const auto* l : layers) {
+      for (const VectorCase& c : suite_cases(l->spec, o->suite)) {
+        const Config cfg = Config::make(l->spec, c.config);
+        TensorMap<double> inputs = generate_inputs(l->spec, c, o->seed);
+        auto meta = base_metadata("inputs", l->spec, cfg);
+        meta["seed"] = std::to_string(o->seed);
+        meta["suite"] = o->suite;
+        meta["case"] = c.name;
+        const std::string stem = fmt::format("{}.{}.{}", l->spec.name, o->suite, c.name);
+        const fs::path in_path = dir / (stem + ".inputs.safetensors");
+        const io::TensorFile in_file = to_file(inputs, io::DType::F32, meta);
+        io::write_safetensors_atomic(in_path, in_file);
+        rb.wrote(in_path);
+        nlohmann::json entry{{"layer", l->spec.name}, {"case", c.name}, {"doc", c.doc}, {"dims", c.dims},
+                             {"config", cfg.values()}, {"inputs", in_path.filename().string()}};
+        if (!o->no_oracle) {
+          OracleOptions opt;
+          opt.bits = o->bits;
+          LayerInputs li{std::move(inputs), c.dims};
+          const fs::path out_path = dir / (stem + ".oracle.safetensors");
+          io::write_safetensors_atomic(out_path, compute_oracle(*l, li, cfg, opt, meta));
+          rb.wrote(out_path);
+          entry["oracle"] = out_path.filename().string();
+        }
+        manifest["cases"].push_back(entry);
+        fmt::print(stderr, "wrote {}\n", stem);
+      }
+    }
+    io::write_text_atomic(dir / "manifest.json", manifest.dump(2) + "\n");
+    rb.commit();
+    return 0;
+  };
+}
+
+}  // namespace ttr::cli

@@ -1,0 +1,34 @@
+// Helpers shared by the subcommands: reading a layer's input file with its
+// config, and the --set option.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oracles/config.hpp"
+#include "oracles/io/safetensors.hpp"
+#include "oracles/registry.hpp"
+#include "oracles/validate.hpp"
+
+namespace ttr::cli {
+
+struct LoadedInputs {
+  const LayerEntry* layer;
+  io::TensorFile file;
+  LayerInputs inputs;
+  Config config;
+};
+
+// Reads and validates `path` for `layer_name`. The config is the one recorded in
+// the file's metadata when the file was made for the same layer (ttrcheck
+// vectors records it), overridden key by key by `sets`.
+LoadedInputs load_inputs(const std::string& layer_name, const std::string& path, const std::vector<std::string>& sets);
+
+void add_set_option(CLI::App& cmd, std::vector<std::string>& sets);
+
+// Fails early, before any computation, when `path` cannot be created.
+void check_writable(const std::string& path);
+
+}  // namespace ttr::cli

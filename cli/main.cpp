@@ -1,0 +1,48 @@
+// ttrcheck: numerics verification for test-time-regression linear attention.
+#include <cstdio>
+#include <exception>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "oracles/error.hpp"
+#include "oracles/oracle.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ttrcheck: high-precision oracles and error-model checks for linear-attention kernels"};
+  app.set_version_flag("--version", std::string("ttrcheck ") + ttr::kToolVersion);
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, ttr::cli::Command>> commands;
+  auto reg = [&](ttr::cli::Command (*add)(CLI::App&)) {
+    const std::size_t before = app.get_subcommands({}).size();
+    ttr::cli::Command c = add(app);
+    commands.emplace_back(app.get_subcommands({}).at(before), std::move(c));
+  };
+  reg(ttr::cli::add_layers);
+  reg(ttr::cli::add_oracle);
+  reg(ttr::cli::add_run);
+  reg(ttr::cli::add_vectors);
+  reg(ttr::cli::add_demo);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "ttrcheck: error: %s\n", e.what());
+    return 2;
+  }
+  try {
+    for (auto& [sub, run] : commands)
+      if (sub->parsed()) return run();
+  } catch (const ttr::InputError& e) {
+    std::fprintf(stderr, "ttrcheck: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ttrcheck: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 2;
+}

@@ -1,0 +1,22 @@
+# Every dependency is a Debian package (scripts/install-deps installs them).
+find_package(Boost 1.74 REQUIRED)                       # headers: Multiprecision
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(MPFR REQUIRED IMPORTED_TARGET mpfr)
+pkg_check_modules(GMP REQUIRED IMPORTED_TARGET gmp)
+# MPFI ships no pkg-config file on Debian.
+find_path(MPFI_INCLUDE_DIR mpfi.h REQUIRED)
+find_library(MPFI_LIBRARY mpfi REQUIRED)
+add_library(ttr_mpfi INTERFACE)
+target_include_directories(ttr_mpfi INTERFACE ${MPFI_INCLUDE_DIR})
+target_link_libraries(ttr_mpfi INTERFACE ${MPFI_LIBRARY} PkgConfig::MPFR PkgConfig::GMP)
+if(TTR_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(rapidcheck REQUIRED)
+endif()
+if(TTR_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

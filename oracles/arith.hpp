@@ -1,0 +1,24 @@
+// Which arithmetic a layer form runs in: a scalar tier and, for MPFR/MPFI, bits.
+#pragma once
+
+#include <string>
+
+namespace ttr {
+
+enum class Tier {
+#define TTR_TIER(name) name,
+#include "oracles/tiers.def"
+#undef TTR_TIER
+};
+
+struct Arith {
+  Tier tier = Tier::mpfr;
+  unsigned bits = 256;  // requested significand bits (mpfr, mpfi only)
+};
+
+const char* tier_name(Tier);
+// "bf16", "fp16", "fp32", "fp64", "mpfr:N", "mpfi:N" (N >= 24); InputError otherwise.
+Arith parse_arith(const std::string& s);
+std::string arith_name(const Arith&);
+
+}  // namespace ttr

@@ -1,0 +1,36 @@
+// A layer's validated configuration: every key known to the spec, each value
+// parsed, range-checked, defaulted. Built from `--set key=value` pairs or from a
+// file's metadata; unknown keys and bad values are InputErrors naming the key.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oracles/spec.hpp"
+
+namespace ttr {
+
+class Config {
+ public:
+  // Validates `sets` (key, value-text) against the spec and fills in defaults.
+  static Config make(const LayerSpec& spec, const std::vector<std::pair<std::string, std::string>>& sets);
+
+  bool has(const std::string& key) const { return values_.count(key) != 0; }
+  double number(const std::string& key) const;   // number or integer keys
+  bool flag(const std::string& key) const;       // boolean keys
+  const std::string& text(const std::string& key) const;  // any key, canonical text
+  // Canonical "key=value" pairs of every set or defaulted key (for metadata).
+  const std::map<std::string, std::string>& values() const { return values_; }
+  std::string json() const;  // {"key": "value", ...}
+
+ private:
+  std::string layer_;
+  std::map<std::string, std::string> values_;
+};
+
+// Parses "key=value" (for --set).
+std::pair<std::string, std::string> parse_assignment(const std::string& s);
+
+}  // namespace ttr

@@ -1,0 +1,43 @@
+// Shared pieces of the layer adapters: they bind LAYERS.md tensor names and
+// config keys to the arguments of the reference/ recurrences.
+#pragma once
+
+#include <cmath>
+
+#include "oracles/config.hpp"
+#include "oracles/runner.hpp"
+#include "reference/core/scalar.hpp"
+#include "reference/core/tensor.hpp"
+#include "reference/family/l2norm.hpp"
+
+namespace ttr::layers {
+
+template <class T>
+const Tensor<T>* optional_input(const TensorMap<T>& in, const char* name) {
+  const auto it = in.find(name);
+  return it == in.end() ? nullptr : &it->second;
+}
+
+// `scale` if set, else K^-1/2 computed in the working precision.
+template <class T>
+T scale_of(const Config& cfg, const Tensor<T>& q) {
+  using std::sqrt;
+  if (cfg.has("scale")) return from_double<T>(cfg.number("scale"));
+  return from_double<T>(1.0) / sqrt(from_double<T>(static_cast<double>(q.shape.back())));
+}
+
+// q and k as the recurrence sees them: L2-normalised when use_qk_l2norm_in_kernel.
+template <class T>
+struct QK {
+  Tensor<T> q, k;
+};
+template <class T>
+QK<T> qk_of(const TensorMap<T>& in, const Config& cfg) {
+  if (cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel")) {
+    const T eps = from_double<T>(1e-6);
+    return {l2normalize_rows(in.at("q"), eps), l2normalize_rows(in.at("k"), eps)};
+  }
+  return {in.at("q"), in.at("k")};
+}
+
+}  // namespace ttr::layers

@@ -1,0 +1,17 @@
+// gated_delta_rule: binds LAYERS.md names to reference/gated_delta_rule/ (spec in gated_delta_rule.cpp).
+#pragma once
+
+#include "oracles/layers/adapter.hpp"
+#include "reference/gated_delta_rule/sequential.hpp"
+
+namespace ttr::layers {
+
+struct gated_delta_rule {
+  template <class T>
+  static void sequential(const TensorMap<T>& in, const Config& cfg, const RunOptions&, TensorMap<T>& out) {
+    const QK<T> qk = qk_of(in, cfg);
+    gated_delta_rule_sequential(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), optional_input(in, "h0"), scale_of(cfg, qk.q), out["o"], out["ht"]);
+  }
+};
+
+}  // namespace ttr::layers

@@ -1,0 +1,17 @@
+// kda: binds LAYERS.md names to reference/kda/ (spec in kda.cpp).
+#pragma once
+
+#include "oracles/layers/adapter.hpp"
+#include "reference/kda/sequential.hpp"
+
+namespace ttr::layers {
+
+struct kda {
+  template <class T>
+  static void sequential(const TensorMap<T>& in, const Config& cfg, const RunOptions&, TensorMap<T>& out) {
+    const QK<T> qk = qk_of(in, cfg);
+    kda_sequential(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), optional_input(in, "h0"), scale_of(cfg, qk.q), out["o"], out["ht"]);
+  }
+};
+
+}  // namespace ttr::layers

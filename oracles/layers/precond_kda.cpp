@@ -1,0 +1,24 @@
+#include "oracles/layers/precond_spec.hpp"
+
+namespace ttr::layers {
+using namespace spec_common;
+
+LayerSpec spec_precond_kda() {
+  std::vector<TensorSpec> in = {q(), k(), v(), g_per_key(), beta()};
+  for (auto& t : precond_extra_inputs()) in.push_back(t);
+  in.push_back(h0());
+  return {
+      "precond_kda",
+      "Preconditioned KDA (PKDA): KDA writing along a diagonally preconditioned key",
+      "A_t = e^{g_atk,t} A_{t-1} + β_atk,t k_t⊙k_t;  r = log(A_t+eps) − c;  B_t = x^{−r/(1+|r|)};  "
+      "k̃_t = B_t⊙k_t;  S̄ = Diag(e^{g_t}) S_{t-1};  S_t = S̄ + k̃_t (β_t (v_t − S̄ᵀ k_t))ᵀ;  o_t = S_tᵀ (scale·q_t)",
+      in,
+      {o(), ht(), {"final_A_state", {"B", "H", "K"}, true, Range::any(), Role::positive, "final A_T"}},
+      precond_config(),
+      {"PDN eq. (9)", "PDN §3.4", "PDN App. F"},
+      precond_notes(),
+      true,
+  };
+}
+
+}  // namespace ttr::layers

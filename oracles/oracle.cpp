@@ -1,0 +1,50 @@
+#include "oracles/oracle.hpp"
+
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace ttr {
+
+std::map<std::string, std::string> base_metadata(const std::string& kind, const LayerSpec& spec,
+                                                 const Config& cfg) {
+  return {{"kind", kind}, {"layer", spec.name}, {"config", cfg.json()}, {"tool_version", kToolVersion},
+          {"tool", "ttrcheck"}};
+}
+
+io::TensorFile to_file(const TensorMap<double>& tensors, io::DType dtype, std::map<std::string, std::string> metadata) {
+  io::TensorFile f;
+  f.metadata = std::move(metadata);
+  for (const auto& [name, t] : tensors) f.tensors.emplace(name, io::from_f64(t.data, t.shape, dtype));
+  return f;
+}
+
+io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, const Config& cfg,
+                              const OracleOptions& opt, const std::map<std::string, std::string>& input_metadata) {
+  const LayerResult point = run_layer(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size);
+  auto meta = base_metadata("oracle", layer.spec, cfg);
+  meta["form"] = form_name(opt.form);
+  if (opt.form == Form::chunk) meta["chunk_size"] = std::to_string(opt.chunk_size);
+  meta["precision"] = fmt::format("mpfr:{}", opt.bits);
+  meta["working_bits"] = std::to_string(point.working_bits);
+  meta["certified"] = opt.certified ? "true" : "false";
+  if (const auto s = input_metadata.find("seed"); s != input_metadata.end()) meta["seed"] = s->second;
+  TensorMap<double> out = point.values;
+  if (opt.certified) {
+    const LayerResult box = run_layer(layer, opt.form, {Tier::mpfi, opt.bits}, in.tensors, cfg, opt.chunk_size);
+    for (const auto& [name, t] : point.values) {
+      const auto& lo = box.lower.at(name);
+      const auto& hi = box.upper.at(name);
+      // The MPFR value is computed at the same precision as the enclosure; a point
+      // outside it means one of the two tiers is wrong, never the user's input.
+      for (std::size_t i = 0; i < t.data.size(); ++i)
+        if (!(lo.data[i] <= t.data[i] && t.data[i] <= hi.data[i]))
+          throw std::logic_error(fmt::format("internal: {} output '{}' element {} = {} outside its enclosure [{}, {}]",
+                                             layer.spec.name, name, i, t.data[i], lo.data[i], hi.data[i]));
+      out[name + ".lower"] = lo;
+      out[name + ".upper"] = hi;
+    }
+  }
+  return to_file(out, io::DType::F64, std::move(meta));
+}
+
+}  // namespace ttr

@@ -1,0 +1,38 @@
+// Computing oracle outputs and writing them as files: the high-precision
+// sequential (or chunk/scan) run, its metadata, and the certified enclosure.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "oracles/config.hpp"
+#include "oracles/io/safetensors.hpp"
+#include "oracles/registry.hpp"
+#include "oracles/validate.hpp"
+
+namespace ttr {
+
+inline constexpr const char* kToolVersion = TTR_VERSION;
+
+struct OracleOptions {
+  Form form = Form::sequential;
+  unsigned bits = 256;
+  bool certified = false;  // also an MPFI enclosure: tensors "<name>.lower", "<name>.upper"
+  int chunk_size = 64;
+};
+
+// The metadata every file we write carries (DESIGN.md: layer, config, seed,
+// precision, tool version), plus `kind` ("inputs", "oracle", "run").
+std::map<std::string, std::string> base_metadata(const std::string& kind, const LayerSpec& spec,
+                                                 const Config& cfg);
+
+// Tensors as a file in one dtype.
+io::TensorFile to_file(const TensorMap<double>& tensors, io::DType dtype,
+                       std::map<std::string, std::string> metadata);
+
+// Runs the oracle and returns the output file (F64). `seed` is copied from the
+// inputs' metadata when present.
+io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, const Config& cfg,
+                              const OracleOptions& opt, const std::map<std::string, std::string>& input_metadata);
+
+}  // namespace ttr

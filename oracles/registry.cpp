@@ -1,0 +1,87 @@
+#include "oracles/registry.hpp"
+
+#include <fmt/format.h>
+
+#include "oracles/error.hpp"
+
+namespace ttr {
+
+namespace layers {
+#define TTR_LAYER(layer) LayerSpec spec_##layer();
+#define TTR_LAYER_FORM(layer, form)
+#include "oracles/layers/layers.def"
+#undef TTR_LAYER
+#undef TTR_LAYER_FORM
+}  // namespace layers
+
+namespace {
+
+constexpr std::size_t tier_count() {
+  std::size_t n = 0;
+#define TTR_TIER(t) ++n;
+#include "oracles/tiers.def"
+#undef TTR_TIER
+  return n;
+}
+static_assert(tier_count() == kTierCount, "runner.hpp declares one runner per tier of tiers.def");
+
+std::vector<LayerEntry> build() {
+  std::vector<LayerEntry> out;
+  std::map<std::string, std::size_t> index;
+#define TTR_LAYER(layer)            \
+  index[#layer] = out.size();       \
+  out.push_back({layers::spec_##layer(), {}});
+#define TTR_LAYER_FORM(layer, form)                                                                         \
+  out[index.at(#layer)].forms[Form::form] = {&runners::layer##__##form##__fp32,                             \
+                                             &runners::layer##__##form##__fp64,                             \
+                                             &runners::layer##__##form##__bf16,                             \
+                                             &runners::layer##__##form##__fp16,                             \
+                                             &runners::layer##__##form##__mpfr,                             \
+                                             &runners::layer##__##form##__mpfi};
+#include "oracles/layers/layers.def"
+#undef TTR_LAYER
+#undef TTR_LAYER_FORM
+  return out;
+}
+
+}  // namespace
+
+const std::vector<LayerEntry>& registry() {
+  static const std::vector<LayerEntry> r = build();
+  return r;
+}
+
+const LayerEntry& find_layer(const std::string& name) {
+  std::string known;
+  for (const auto& e : registry()) {
+    if (e.spec.name == name) return e;
+    known += (known.empty() ? "" : ", ") + e.spec.name;
+  }
+  throw InputError(fmt::format("unknown layer '{}' (known: {})", name, known));
+}
+
+Form parse_form(const std::string& s) {
+  for (Form f : {Form::sequential, Form::chunk, Form::scan})
+    if (s == form_name(f)) return f;
+  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan)", s));
+}
+
+LayerRunner LayerEntry::runner(Form f, Tier t) const {
+  const auto it = forms.find(f);
+  if (it == forms.end()) {
+    std::string have;
+    for (const auto& [form, _] : forms) have += (have.empty() ? "" : ", ") + std::string(form_name(form));
+    throw InputError(fmt::format("layer '{}' has no {} form (it has: {})", spec.name, form_name(f), have));
+  }
+  return it->second[static_cast<std::size_t>(t)];
+}
+
+LayerResult run_layer(const LayerEntry& layer, Form form, const Arith& arith, const TensorMap<double>& inputs,
+                      const Config& cfg, int chunk_size) {
+  RunOptions opt;
+  opt.bits = arith.bits;
+  opt.chunk_size = chunk_size;
+  return layer.runner(form, arith.tier)(inputs, cfg, opt);
+}
+
+}  // namespace ttr

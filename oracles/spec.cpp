@@ -1,0 +1,66 @@
+#include "oracles/spec.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace ttr {
+
+std::string Range::str() const {
+  const bool lo_inf = std::isinf(lo), hi_inf = std::isinf(hi);
+  if (lo_inf && hi_inf) return "any finite value";
+  if (hi_inf) return fmt::format("{} {}", lo_open ? ">" : ">=", lo);
+  if (lo_inf) return fmt::format("{} {}", hi_open ? "<" : "<=", hi);
+  return fmt::format("{}{}, {}{}", lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]");
+}
+
+const char* form_name(Form f) {
+  switch (f) {
+    case Form::sequential: return "sequential";
+    case Form::chunk: return "chunk";
+    case Form::scan: return "scan";
+  }
+  return "?";
+}
+
+const TensorSpec* LayerSpec::input(const std::string& n) const {
+  for (const auto& t : inputs)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
+const ConfigKey* LayerSpec::key(const std::string& n) const {
+  for (const auto& k : config)
+    if (k.name == n) return &k;
+  return nullptr;
+}
+
+namespace spec_common {
+
+TensorSpec q() { return {"q", {"B", "T", "H", "K"}, true, Range::any(), Role::query, "queries"}; }
+TensorSpec k() { return {"k", {"B", "T", "H", "K"}, true, Range::any(), Role::key, "keys"}; }
+TensorSpec v() { return {"v", {"B", "T", "H", "V"}, true, Range::any(), Role::value, "values"}; }
+TensorSpec h0() {
+  return {"h0", {"B", "H", "K", "V"}, false, Range::any(), Role::state, "initial state S_0 (default 0)"};
+}
+TensorSpec o() { return {"o", {"B", "T", "H", "V"}, true, Range::any(), Role::value, "outputs o_t = S_tᵀ(scale·q_t)"}; }
+TensorSpec ht() { return {"ht", {"B", "H", "K", "V"}, true, Range::any(), Role::state, "final state S_T"}; }
+TensorSpec g_scalar(std::string doc) {
+  return {"g", {"B", "T", "H"}, true, Range::nonpositive(), Role::log_decay, std::move(doc)};
+}
+TensorSpec g_per_key(std::string doc) {
+  return {"g", {"B", "T", "H", "K"}, true, Range::nonpositive(), Role::log_decay, std::move(doc)};
+}
+TensorSpec beta(Range r, std::string doc) {
+  return {"beta", {"B", "T", "H"}, true, r, Role::gate, std::move(doc)};
+}
+ConfigKey scale() {
+  return {"scale", KeyType::number, std::nullopt, false, Range::any(), {},
+          "factor applied to q (default K^-1/2, computed in the working precision)"};
+}
+ConfigKey l2norm_qk(bool default_on) {
+  return {"use_qk_l2norm_in_kernel", KeyType::boolean, default_on ? "true" : "false", false, Range::any(), {},
+          "normalise q and k rows as x/sqrt(‖x‖²+1e-6) before the recurrence, as FLA's flag of this name"};
+}
+
+}  // namespace spec_common
+}  // namespace ttr

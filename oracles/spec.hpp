@@ -1,0 +1,100 @@
+// A layer's outside interface, described once: tensors (names, symbolic shapes,
+// value ranges), config keys (types, defaults, ranges), outputs and the paper
+// equations it implements. The CLI, file validation, vector generation and
+// `ttrcheck layers` are all driven by these specs (oracles/layers/*.cpp).
+#pragma once
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ttr {
+
+// An interval of admissible values; every bound may be open or closed.
+struct Range {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = true;
+  bool hi_open = true;
+
+  bool contains(double x) const {
+    return (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi);
+  }
+  std::string str() const;  // e.g. "(0, 1]" ; "any finite value"
+  static Range any() { return {}; }
+  static Range closed(double lo, double hi) { return {lo, hi, false, false}; }
+  static Range positive() { return {0.0, std::numeric_limits<double>::infinity(), true, true}; }
+  static Range nonnegative() { return {0.0, std::numeric_limits<double>::infinity(), false, true}; }
+  static Range nonpositive() { return {-std::numeric_limits<double>::infinity(), 0.0, true, false}; }
+};
+
+// How `ttrcheck vectors` draws a tensor (oracles/vectors.cpp interprets it).
+enum class Role {
+  query,       // q: N(0,1) rows, L2-normalised
+  key,         // k: N(0,1) rows, L2-normalised (stress: norms over decades)
+  value,       // v: N(0,1)
+  log_decay,   // g: log of a decay in (0, 1]
+  gate,        // β-like gates in [0, 1]
+  state,       // h0-like initial states (absent unless a suite asks)
+  positive,    // strictly positive weights
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<std::string> dims;  // symbols: B T H K V (N D for KLA) ...
+  bool required = true;
+  Range range;                    // values must be finite and inside
+  Role role = Role::value;
+  std::string doc;
+};
+
+enum class KeyType { number, integer, boolean, choice };
+
+struct ConfigKey {
+  std::string name;
+  KeyType type = KeyType::number;
+  std::optional<std::string> default_value;  // absent: required, or computed (see doc)
+  bool required = false;
+  Range range;                               // numbers and integers
+  std::vector<std::string> choices;          // KeyType::choice
+  std::string doc;
+  std::optional<std::string> example = std::nullopt;  // what `ttrcheck vectors` sets for a required key
+};
+
+enum class Form { sequential, chunk, scan };
+const char* form_name(Form);
+
+struct LayerSpec {
+  std::string name;
+  std::string summary;      // one line
+  std::string recurrence;   // the math, as in LAYERS.md
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::vector<ConfigKey> config;
+  std::vector<std::string> equations;  // paper references, e.g. "PDN eq. (4)"
+  std::vector<std::string> notes;      // conventions and every difference from a paper or FLA
+  // Delta-rule layers contract only while β_t‖k_t‖² stays in [0, 2] (the write
+  // I − β k kᵀ has eigenvalue 1 − β‖k‖²); generators of large keys then shrink β.
+  bool step_scales_with_key_energy = false;
+
+  const TensorSpec* input(const std::string& n) const;
+  const ConfigKey* key(const std::string& n) const;
+};
+
+// Common pieces, so that every layer states them the same way.
+namespace spec_common {
+TensorSpec q();
+TensorSpec k();
+TensorSpec v();
+TensorSpec h0();
+TensorSpec o();
+TensorSpec ht();
+TensorSpec g_scalar(std::string doc = "log decay per head, exp(g) in (0, 1]");
+TensorSpec g_per_key(std::string doc = "log decay per key channel, exp(g) in (0, 1]");
+TensorSpec beta(Range r = Range::closed(0.0, 1.0), std::string doc = "write strength β_t");
+ConfigKey scale();
+ConfigKey l2norm_qk(bool default_on);
+}  // namespace spec_common
+
+}  // namespace ttr

@@ -1,0 +1,96 @@
+#include "oracles/validate.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <set>
+
+#include "oracles/error.hpp"
+
+namespace ttr {
+namespace {
+
+std::string names_of(const std::vector<TensorSpec>& ts) {
+  std::string s;
+  for (const auto& t : ts) s += (s.empty() ? "" : ", ") + t.name + (t.required ? "" : "?");
+  return s;
+}
+
+std::string dims_str(const std::vector<std::string>& d) { return "[" + fmt::format("{}", fmt::join(d, ",")) + "]"; }
+
+// Multi-index of flat element i for `shape`, as "[b,t,h,k]".
+std::string index_str(std::int64_t i, const Shape& shape) {
+  std::vector<std::int64_t> idx(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] ? i % shape[d] : 0;
+    i = shape[d] ? i / shape[d] : 0;
+  }
+  return "[" + fmt::format("{}", fmt::join(idx, ",")) + "]";
+}
+
+}  // namespace
+
+std::string shape_str(const Shape& s) { return "[" + fmt::format("{}", fmt::join(s, ",")) + "]"; }
+
+Shape shape_of(const TensorSpec& t, const Dims& dims) {
+  Shape s;
+  for (const auto& d : t.dims) s.push_back(dims.at(d));
+  return s;
+}
+
+LayerInputs validate_inputs(const LayerSpec& spec, const io::TensorFile& file, const std::string& source) {
+  for (const auto& [name, _] : file.tensors)
+    if (!spec.input(name))
+      throw InputError(fmt::format("{}: unexpected tensor '{}' (layer '{}' takes: {})", source, name, spec.name,
+                                   names_of(spec.inputs)));
+  LayerInputs out;
+  std::map<std::string, std::string> bound_by;  // dim -> tensor that fixed it
+  for (const auto& ts : spec.inputs) {
+    const auto it = file.tensors.find(ts.name);
+    if (it == file.tensors.end()) {
+      if (ts.required)
+        throw InputError(fmt::format("{}: missing tensor '{}' {} ({}) required by layer '{}'", source, ts.name,
+                                     dims_str(ts.dims), ts.doc, spec.name));
+      continue;
+    }
+    const io::RawTensor& raw = it->second;
+    const std::string what = fmt::format("{}: tensor '{}'", source, ts.name);
+    if (!io::is_floating(raw.dtype))
+      throw InputError(fmt::format("{} has dtype {}; expected a floating dtype (F64, F32, BF16, F16)", what,
+                                   io::dtype_name(raw.dtype)));
+    if (raw.shape.size() != ts.dims.size())
+      throw InputError(fmt::format("{} has shape {}; expected rank {} {}", what, shape_str(raw.shape),
+                                   ts.dims.size(), dims_str(ts.dims)));
+    for (std::size_t d = 0; d < ts.dims.size(); ++d) {
+      const std::string& sym = ts.dims[d];
+      const std::int64_t n = raw.shape[d];
+      const std::int64_t min_size = sym == "T" ? 0 : 1;  // empty sequences are legal; empty heads are not
+      if (n < min_size)
+        throw InputError(fmt::format("{} has shape {}: dimension {} = {} must be >= {}", what,
+                                     shape_str(raw.shape), sym, n, min_size));
+      const auto b = out.dims.find(sym);
+      if (b == out.dims.end()) {
+        out.dims[sym] = n;
+        bound_by[sym] = ts.name;
+      } else if (b->second != n) {
+        throw InputError(fmt::format("{} has shape {}; expected {} with {} = {} (from tensor '{}')", what,
+                                     shape_str(raw.shape), dims_str(ts.dims), sym, b->second, bound_by[sym]));
+      }
+    }
+    Tensor<double> t;
+    t.shape = raw.shape;
+    t.data = io::to_f64(raw, what);
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+      const double x = t.data[static_cast<std::size_t>(i)];
+      if (!std::isfinite(x))
+        throw InputError(fmt::format("{}: element {} is {}; inputs must be finite", what, index_str(i, t.shape),
+                                     std::isnan(x) ? "NaN" : (x > 0 ? "+Inf" : "-Inf")));
+      if (!ts.range.contains(x))
+        throw InputError(fmt::format("{}: element {} = {} is outside {} ({})", what, index_str(i, t.shape), x,
+                                     ts.range.str(), ts.doc));
+    }
+    out.tensors.emplace(ts.name, std::move(t));
+  }
+  return out;
+}
+
+}  // namespace ttr

@@ -1,0 +1,43 @@
+// Test-vector suites: deterministic inputs drawn from a layer's spec (each
+// tensor by its Role) under a suite's regime. `ttrcheck vectors` writes them
+// with their oracle outputs for others to run their kernels on.
+//
+// Every generated value is exactly representable in bf16 (stored as F32), so a
+// bf16 kernel, an fp32 kernel and the oracle all see the same inputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oracles/spec.hpp"
+#include "oracles/validate.hpp"
+
+namespace ttr {
+
+struct Regime {
+  double key_log10_norm_lo = 0.0, key_log10_norm_hi = 0.0;  // key row norms 10^U(lo, hi)
+  bool near_duplicate_keys = false;  // keys of a head within ~1e-2 of one direction
+  bool decay_edges = false;          // g exactly 0 or log(1e-30) for many tokens
+  bool beta_edges = false;           // β exactly 0 or 1 for many tokens
+  bool value_edges = false;          // |v| near bf16's largest and smallest (subnormal) values
+  bool optional_inputs = false;      // also draw the optional tensors (h0, ...)
+};
+
+struct VectorCase {
+  std::string name;
+  std::string doc;
+  Dims dims;
+  Regime regime;
+  std::vector<std::pair<std::string, std::string>> config;  // extra --set pairs
+};
+
+const std::vector<std::string>& suite_names();  // tiny, standard, stress
+// InputError for an unknown suite.
+std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& suite);
+
+// Inputs of one case; the same (spec, case, seed) gives bit-identical tensors.
+TensorMap<double> generate_inputs(const LayerSpec& spec, const VectorCase& c, std::uint64_t seed);
+
+}  // namespace ttr

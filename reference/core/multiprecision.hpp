@@ -1,0 +1,111 @@
+// MPFR and MPFI tiers through Boost.Multiprecision. Heavy: include only in the
+// translation units that instantiate a recurrence for these tiers.
+//
+// Precision. Boost 1.74 sets the default precision in decimal digits d and
+// allocates ceil-ish(d / log10 2) bits (detail::digits10_2_2). A request for N
+// bits picks the smallest d whose allocation is >= N; the working precision
+// actually used is reported by working_bits() and recorded in output metadata.
+#pragma once
+
+#include <boost/multiprecision/mpfi.hpp>
+#include <boost/multiprecision/mpfr.hpp>
+#include <string>
+
+#include "reference/core/scalar.hpp"
+
+namespace ttr {
+
+using mpfr_real = boost::multiprecision::number<boost::multiprecision::mpfr_float_backend<0>,
+                                                boost::multiprecision::et_off>;
+using mpfi_real = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<0>,
+                                                boost::multiprecision::et_off>;
+
+// Decimal digits that make Boost allocate at least `bits` bits.
+inline unsigned digits10_for_bits(unsigned bits) {
+  unsigned d = 1;
+  while (boost::multiprecision::detail::digits10_2_2(d) < bits) ++d;
+  return d;
+}
+
+template <>
+struct precision_control<mpfr_real> {
+  // Sets the default precision of new mpfr_real values for this thread.
+  static unsigned set_bits(unsigned bits) {
+    mpfr_real::default_precision(digits10_for_bits(bits));
+    return working_bits();
+  }
+  static unsigned working_bits() { return static_cast<unsigned>(mpfr_get_prec(mpfr_real(0).backend().data())); }
+};
+template <>
+struct precision_control<mpfi_real> {
+  static unsigned set_bits(unsigned bits) {
+    mpfi_real::default_precision(digits10_for_bits(bits));
+    return working_bits();
+  }
+  static unsigned working_bits() { return static_cast<unsigned>(mpfi_get_prec(mpfi_real(0).backend().data())); }
+};
+
+template <>
+struct scalar_traits<mpfr_real> {
+  static std::string name() { return "mpfr"; }
+  static mpfr_real from_double(double x) { return mpfr_real(x); }  // exact
+  static double to_double(const mpfr_real& x) { return mpfr_get_d(x.backend().data(), MPFR_RNDN); }
+};
+
+template <>
+inline constexpr bool is_interval_v<mpfi_real> = true;
+
+template <>
+struct scalar_traits<mpfi_real> {
+  static std::string name() { return "mpfi"; }
+  static mpfi_real from_double(double x) { return mpfi_real(x); }  // exact point interval
+  // Midpoint rounded to nearest; the enclosure comes from lower()/upper().
+  static double to_double(const mpfi_real& x) {
+    mpfr_t m;
+    mpfr_init2(m, mpfi_get_prec(x.backend().data()));
+    mpfi_mid(m, x.backend().data());
+    const double d = mpfr_get_d(m, MPFR_RNDN);
+    mpfr_clear(m);
+    return d;
+  }
+  // Outward-rounded double bounds of the interval.
+  static double lower(const mpfi_real& x) {
+    mpfr_t m;
+    mpfr_init2(m, mpfi_get_prec(x.backend().data()));
+    mpfi_get_left(m, x.backend().data());
+    const double d = mpfr_get_d(m, MPFR_RNDD);
+    mpfr_clear(m);
+    return d;
+  }
+  static double upper(const mpfi_real& x) {
+    mpfr_t m;
+    mpfr_init2(m, mpfi_get_prec(x.backend().data()));
+    mpfi_get_right(m, x.backend().data());
+    const double d = mpfr_get_d(m, MPFR_RNDU);
+    mpfr_clear(m);
+    return d;
+  }
+};
+
+// Allocation-free inner-loop primitives for MPFR: a fused multiply-add rounds once
+// (more accurate than the generic two-rounding form; the oracle only gains).
+inline void mul_add_to(mpfr_real& acc, const mpfr_real& a, const mpfr_real& b) {
+  mpfr_fma(acc.backend().data(), a.backend().data(), b.backend().data(), acc.backend().data(), MPFR_RNDN);
+}
+inline void scale_by(mpfr_real& x, const mpfr_real& d) {
+  mpfr_mul(x.backend().data(), x.backend().data(), d.backend().data(), MPFR_RNDN);
+}
+// MPFI: the same without temporaries; interval fma is not offered by MPFI, so two
+// enclosing operations (still an enclosure).
+inline void mul_add_to(mpfi_real& acc, const mpfi_real& a, const mpfi_real& b) {
+  thread_local mpfi_real tmp;
+  if (mpfi_get_prec(tmp.backend().data()) != mpfi_get_prec(acc.backend().data()))
+    mpfi_set_prec(tmp.backend().data(), mpfi_get_prec(acc.backend().data()));
+  mpfi_mul(tmp.backend().data(), a.backend().data(), b.backend().data());
+  mpfi_add(acc.backend().data(), acc.backend().data(), tmp.backend().data());
+}
+inline void scale_by(mpfi_real& x, const mpfi_real& d) {
+  mpfi_mul(x.backend().data(), x.backend().data(), d.backend().data());
+}
+
+}  // namespace ttr

@@ -1,0 +1,81 @@
+// The scalar concept every recurrence in reference/ is written against.
+//
+// A scalar type T supports + - * / (and compound forms), unary -, comparisons,
+// and the free functions sqrt, exp, log, abs found by argument-dependent lookup
+// (std:: for float/double, friends for the emulated 16-bit types, Boost for MPFR
+// and MPFI). scalar_traits<T> adds what the language does not give uniformly:
+// conversion from and to double and a name. Two in-place primitives, mul_add_to
+// and scale_by, carry the inner loops; tiers may overload them to avoid
+// temporaries (MPFR does, see multiprecision.hpp).
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "reference/core/float16.hpp"
+
+namespace ttr {
+
+template <class T>
+struct scalar_traits;
+
+template <>
+struct scalar_traits<double> {
+  static std::string name() { return "fp64"; }
+  static double from_double(double x) { return x; }
+  static double to_double(double x) { return x; }
+};
+
+template <>
+struct scalar_traits<float> {
+  static std::string name() { return "fp32"; }
+  static float from_double(double x) { return static_cast<float>(x); }  // RNE
+  static double to_double(float x) { return x; }
+};
+
+template <class F>
+struct scalar_traits<Float16<F>> {
+  static std::string name() { return F::p == 8 ? "bf16" : "fp16"; }
+  static Float16<F> from_double(double x) { return Float16<F>(x); }
+  static double to_double(Float16<F> x) { return x.value(); }
+};
+
+// Working precision: significand bits of a tier. Tiers with run-time precision
+// (MPFR, MPFI) specialise set_bits to change the thread's default precision.
+template <class T>
+struct precision_control {
+  static unsigned set_bits(unsigned) { return std::numeric_limits<T>::digits; }
+};
+template <class F>
+struct precision_control<Float16<F>> {
+  static unsigned set_bits(unsigned) { return F::p; }
+};
+
+// Interval tiers compute enclosures; scalar_traits<T>::lower/upper give the bounds.
+template <class T>
+inline constexpr bool is_interval_v = false;
+
+template <class T>
+T from_double(double x) { return scalar_traits<T>::from_double(x); }
+template <class T>
+double to_double(const T& x) { return scalar_traits<T>::to_double(x); }
+
+// acc += a * b, rounded as the tier rounds (two roundings for native types:
+// we build with -ffp-contract=off so no fused multiply-add is introduced).
+template <class T>
+inline void mul_add_to(T& acc, const T& a, const T& b) { acc += a * b; }
+// x *= d.
+template <class T>
+inline void scale_by(T& x, const T& d) { x *= d; }
+
+// Dot product sum_i a[i] * b[i] accumulated left to right (the order is part of
+// the definition of the low-precision sequential tiers).
+template <class T>
+inline T dot(const T* a, const T* b, int n) {
+  T s = from_double<T>(0.0);
+  for (int i = 0; i < n; ++i) mul_add_to(s, a[i], b[i]);
+  return s;
+}
+
+}  // namespace ttr

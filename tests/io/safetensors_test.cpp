@@ -1,0 +1,754 @@
+// Tests of the strict safetensors reader/writer (oracles/io/safetensors.hpp).
+#include "oracles/io/safetensors.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "oracles/error.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ttr::InputError;
+using namespace ttr::io;
+
+using Bytes = std::vector<std::uint8_t>;
+constexpr const char* kSource = "t.safetensors";
+
+// A file from a header JSON text and a data buffer; the header is space-padded to a
+// multiple of 8 unless pad is false.
+Bytes make_file(std::string header, const Bytes& data = {}, bool pad = true) {
+  if (pad) header.append((8 - header.size() % 8) % 8, ' ');
+  Bytes out;
+  std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(n >> (8 * i)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+Bytes zeros(std::size_t n) { return Bytes(n, 0); }
+
+// The message of the InputError that parsing throws; fails the test if parsing
+// succeeds or throws anything else.
+std::string parse_error(const Bytes& bytes) {
+  try {
+    parse_safetensors(bytes, kSource);
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected InputError, got another exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected InputError, parse succeeded";
+  return {};
+}
+
+// Asserts an InputError whose one-line message names the file and every culprit.
+void expect_rejected(const Bytes& bytes, std::initializer_list<std::string> culprits) {
+  const std::string msg = parse_error(bytes);
+  if (msg.empty()) return;
+  EXPECT_EQ(msg.rfind(std::string(kSource) + ": ", 0), 0u) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  for (const std::string& c : culprits) EXPECT_NE(msg.find(c), std::string::npos) << "'" << c << "' not in: " << msg;
+}
+
+// A valid single F32 tensor entry with the given name and offsets.
+std::string f32_entry(const std::string& name, const std::string& shape, std::uint64_t begin, std::uint64_t end) {
+  return "\"" + name + "\":{\"dtype\":\"F32\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(begin) +
+         "," + std::to_string(end) + "]}";
+}
+
+std::uint64_t bits_of(double x) { return std::bit_cast<std::uint64_t>(x); }
+
+// Round-trips values through from_f64 and to_f64 for one dtype.
+std::vector<double> round_values(std::initializer_list<double> values, DType dtype) {
+  const std::vector<double> v(values);
+  const RawTensor t = from_f64(v, {static_cast<std::int64_t>(v.size())}, dtype);
+  return to_f64(t, "test");
+}
+
+double round_one(double x, DType dtype) { return round_values({x}, dtype).at(0); }
+
+std::uint16_t bits16(double x, DType dtype) {
+  const double v[] = {x};
+  const RawTensor t = from_f64(v, {}, dtype);
+  std::uint16_t b;
+  std::memcpy(&b, t.data.data(), 2);
+  return b;
+}
+
+// A fresh empty directory, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag) {
+    path = fs::temp_directory_path() / ("ttr_st_" + tag + "_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::size_t entries() const { return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), {})); }
+};
+
+TensorFile sample_file() {
+  TensorFile f;
+  const double a[] = {1.0, -2.5, 0.1, 1e-40, 3e38, -0.0};
+  f.tensors["a_f32"] = from_f64(a, {2, 3}, DType::F32);
+  const double b[] = {0.1, -1e300, 5e-324, 7.0};
+  f.tensors["b_f64"] = from_f64(b, {4}, DType::F64);
+  const double c[] = {1.0, 0.5, -3.0};
+  f.tensors["c_bf16"] = from_f64(c, {3, 1}, DType::BF16);
+  const double d[] = {65504.0};
+  f.tensors["d_f16_scalar"] = from_f64(d, {}, DType::F16);
+  const double e[] = {-9007199254740992.0, 0.0, 42.0};
+  f.tensors["e_i64"] = from_f64(e, {1, 3}, DType::I64);
+  f.tensors["z_empty"] = from_f64({}, {0}, DType::F32);
+  f.tensors["z_empty2"] = from_f64({}, {2, 0, 3}, DType::BF16);
+  f.metadata["format"] = "pt";
+  f.metadata["note"] = "unicode \xC3\xA9 and \"quotes\"\n";
+  return f;
+}
+
+void expect_same(const TensorFile& x, const TensorFile& y) {
+  EXPECT_EQ(x.metadata, y.metadata);
+  ASSERT_EQ(x.tensors.size(), y.tensors.size());
+  for (const auto& [name, t] : x.tensors) {
+    const auto it = y.tensors.find(name);
+    ASSERT_NE(it, y.tensors.end()) << name;
+    EXPECT_EQ(t.dtype, it->second.dtype) << name;
+    EXPECT_EQ(t.shape, it->second.shape) << name;
+    EXPECT_EQ(t.data, it->second.data) << name;
+  }
+}
+
+// ---------------------------------------------------------------- basics
+
+TEST(Safetensors, DTypeNamesSizesAndParsing) {
+  for (const DType d : {DType::F64, DType::F32, DType::BF16, DType::F16, DType::I64}) {
+    EXPECT_EQ(parse_dtype(dtype_name(d)), d);
+  }
+  EXPECT_EQ(dtype_name(DType::BF16), "BF16");
+  EXPECT_EQ(dtype_size(DType::F64), 8u);
+  EXPECT_EQ(dtype_size(DType::F32), 4u);
+  EXPECT_EQ(dtype_size(DType::BF16), 2u);
+  EXPECT_EQ(dtype_size(DType::F16), 2u);
+  EXPECT_EQ(dtype_size(DType::I64), 8u);
+  EXPECT_TRUE(is_floating(DType::BF16));
+  EXPECT_FALSE(is_floating(DType::I64));
+  EXPECT_FALSE(parse_dtype("f32"));  // case-sensitive
+  EXPECT_FALSE(parse_dtype("F32 "));
+  EXPECT_FALSE(parse_dtype("I32"));
+  EXPECT_FALSE(parse_dtype(""));
+}
+
+TEST(Safetensors, NumelOfScalarAndEmpty) {
+  EXPECT_EQ((RawTensor{DType::F32, {}, {}}).numel(), 1);
+  EXPECT_EQ((RawTensor{DType::F32, {2, 0, 3}, {}}).numel(), 0);
+  EXPECT_EQ((RawTensor{DType::F32, {2, 3}, {}}).numel(), 6);
+}
+
+TEST(Safetensors, RoundTripEveryDtypeWithMetadata) {
+  const TensorFile f = sample_file();
+  const Bytes bytes = serialize_safetensors(f);
+  // The header length is a multiple of 8 and the header is padded with spaces.
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_EQ(n % 8, 0u);
+  const TensorFile g = parse_safetensors(bytes, kSource);
+  expect_same(f, g);
+  EXPECT_EQ(g.tensors.at("d_f16_scalar").shape.size(), 0u);
+  EXPECT_EQ(g.tensors.at("z_empty2").data.size(), 0u);
+  // Values survive exactly where representable.
+  EXPECT_EQ(to_f64(g.tensors.at("b_f64"), "b"), (std::vector<double>{0.1, -1e300, 5e-324, 7.0}));
+  EXPECT_EQ(to_f64(g.tensors.at("c_bf16"), "c"), (std::vector<double>{1.0, 0.5, -3.0}));
+  EXPECT_EQ(to_f64(g.tensors.at("d_f16_scalar"), "d"), (std::vector<double>{65504.0}));
+  EXPECT_EQ(to_f64(g.tensors.at("e_i64"), "e"), (std::vector<double>{-9007199254740992.0, 0.0, 42.0}));
+  EXPECT_TRUE(to_f64(g.tensors.at("z_empty"), "z").empty());
+  // Serialization is deterministic: writing what was read gives the same bytes.
+  EXPECT_EQ(serialize_safetensors(g), bytes);
+}
+
+TEST(Safetensors, EmptyMetadataIsNotWritten) {
+  TensorFile f;
+  const double v[] = {1.0};
+  f.tensors["x"] = from_f64(v, {1}, DType::F32);
+  const Bytes bytes = serialize_safetensors(f);
+  const std::string text(bytes.begin() + 8, bytes.end());
+  EXPECT_EQ(text.find("__metadata__"), std::string::npos);
+  EXPECT_TRUE(parse_safetensors(bytes, kSource).metadata.empty());
+}
+
+TEST(Safetensors, EmptyFileRoundTrips) {
+  const Bytes bytes = serialize_safetensors(TensorFile{});
+  // "{}" padded to 8 bytes.
+  EXPECT_EQ(bytes, make_file("{}      ", {}, false));
+  const TensorFile g = parse_safetensors(bytes, kSource);
+  EXPECT_TRUE(g.tensors.empty());
+}
+
+// ---------------------------------------------------------------- byte-exact
+
+TEST(Safetensors, ByteExactSingleF32File) {
+  TensorFile f;
+  const double v[] = {1.0, -2.5};
+  f.tensors["x"] = from_f64(v, {2}, DType::F32);
+  // Header: {"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}} is
+  // 5 + 15 + 12 + 20 + 2 = 54 bytes, padded with 2 spaces to 56 = 0x38.
+  const std::string header = R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  ASSERT_EQ(header.size(), 54u);
+  Bytes expected = {0x38, 0, 0, 0, 0, 0, 0, 0};
+  expected.insert(expected.end(), header.begin(), header.end());
+  expected.push_back(' ');
+  expected.push_back(' ');
+  // 1.0f = 0x3F800000 and -2.5f = 0xC0200000, little-endian.
+  for (const int b : {0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x20, 0xC0}) expected.push_back(static_cast<std::uint8_t>(b));
+  EXPECT_EQ(serialize_safetensors(f), expected);
+
+  const TensorFile g = parse_safetensors(expected, kSource);
+  ASSERT_EQ(g.tensors.size(), 1u);
+  EXPECT_EQ(to_f64(g.tensors.at("x"), "x"), (std::vector<double>{1.0, -2.5}));
+}
+
+TEST(Safetensors, ByteExactMetadataFirstAndNameOrder) {
+  TensorFile f;
+  const double b[] = {7.0};
+  f.tensors["b"] = from_f64(b, {1}, DType::I64);
+  const double a[] = {-2.0};
+  f.tensors["a"] = from_f64(a, {}, DType::F16);
+  f.metadata["format"] = "pt";
+  // "__metadata__" first, then tensors in name order packed from offset 0; 138 bytes
+  // of JSON padded with 6 spaces to 144 = 0x90.
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F16","shape":[],"data_offsets":[0,2]},)"
+      R"("b":{"dtype":"I64","shape":[1],"data_offsets":[2,10]}})";
+  ASSERT_EQ(header.size(), 138u);
+  Bytes expected = {0x90, 0, 0, 0, 0, 0, 0, 0};
+  expected.insert(expected.end(), header.begin(), header.end());
+  expected.insert(expected.end(), 6, ' ');
+  // -2.0 in fp16 is 0xC000; 7 as int64 little-endian.
+  for (const int x : {0x00, 0xC0, 7, 0, 0, 0, 0, 0, 0, 0}) expected.push_back(static_cast<std::uint8_t>(x));
+  EXPECT_EQ(serialize_safetensors(f), expected);
+}
+
+// ---------------------------------------------------------------- rounding
+
+TEST(Safetensors, F32RoundsToNearestEven) {
+  // binary32 has p = 24: the ulp of 1 is 2^-23. 1 + 2^-24 is the midpoint of 1 and
+  // 1 + 2^-23; the tie goes to the even significand, 1.
+  EXPECT_EQ(round_one(1.0 + 0x1p-24, DType::F32), 1.0);
+  // 1 + 3*2^-24 is the midpoint of 1 + 2^-23 (odd) and 1 + 2^-22 (even) -> 1 + 2^-22.
+  EXPECT_EQ(round_one(1.0 + 3 * 0x1p-24, DType::F32), 1.0 + 0x1p-22);
+  // Just above the midpoint rounds up.
+  EXPECT_EQ(round_one(1.0 + 0x1p-24 + 0x1p-50, DType::F32), 1.0 + 0x1p-23);
+  // Smallest subnormal 2^-149 is exact; 2^-150 is a tie between 0 and it -> 0.
+  EXPECT_EQ(round_one(0x1p-149, DType::F32), 0x1p-149);
+  EXPECT_EQ(round_one(0x1p-150, DType::F32), 0.0);
+  // FLT_MAX = (2 - 2^-23) 2^127; the midpoint to 2^128 is 2^128 - 2^103, which ties
+  // to the even neighbour 2^128 -> inf; just below it stays FLT_MAX.
+  const double flt_max = std::numeric_limits<float>::max();
+  EXPECT_EQ(round_one(0x1p128 - 0x1p103, DType::F32), INFINITY);
+  EXPECT_EQ(round_one(0x1p128 - 0x1p103 - 0x1p80, DType::F32), flt_max);
+  EXPECT_EQ(round_one(-1e300, DType::F32), -INFINITY);
+  EXPECT_TRUE(std::isnan(round_one(NAN, DType::F32)));
+  EXPECT_TRUE(std::signbit(round_one(-0.0, DType::F32)));
+}
+
+TEST(Safetensors, Bf16RoundsToNearestEven) {
+  // bf16 has p = 8: the ulp of 1 is 2^-7. 1 + 2^-8 is the midpoint of 1 (even) and
+  // 1 + 2^-7 (odd) -> 1.
+  EXPECT_EQ(round_one(1.0 + 0x1p-8, DType::BF16), 1.0);
+  // 1 + 3*2^-8 is the midpoint of 1 + 2^-7 (odd) and 1 + 2^-6 (even) -> 1 + 2^-6.
+  EXPECT_EQ(round_one(1.0 + 3 * 0x1p-8, DType::BF16), 1.0 + 0x1p-6);
+  // Smallest subnormal: emin = -126, 7 fraction bits -> 2^-133, encoding 0x0001.
+  EXPECT_EQ(round_one(0x1p-133, DType::BF16), 0x1p-133);
+  EXPECT_EQ(bits16(0x1p-133, DType::BF16), 0x0001);
+  // 2^-134 is the tie between 0 (even) and 2^-133 -> +0; 3*2^-135 = 0.75 ulp -> 2^-133.
+  EXPECT_EQ(round_one(0x1p-134, DType::BF16), 0.0);
+  EXPECT_EQ(round_one(3 * 0x1p-135, DType::BF16), 0x1p-133);
+  // Encodings: 1.0 is 0x3F80 (the top half of binary32 0x3F800000), -2 is 0xC000.
+  EXPECT_EQ(bits16(1.0, DType::BF16), 0x3F80);
+  EXPECT_EQ(bits16(-2.0, DType::BF16), 0xC000);
+  // Max finite (2 - 2^-7) 2^127; the midpoint to 2^128 ties to 2^128 -> inf.
+  EXPECT_EQ(round_one(0x1p128 - 0x1p119, DType::BF16), INFINITY);
+  EXPECT_EQ(round_one(0x1p128 - 0x1p119 - 0x1p100, DType::BF16), 0x1p128 - 0x1p120);
+  EXPECT_EQ(bits16(INFINITY, DType::BF16), 0x7F80);
+  EXPECT_TRUE(std::isnan(round_one(NAN, DType::BF16)));
+}
+
+TEST(Safetensors, Fp16RoundsToNearestEven) {
+  // fp16 has p = 11: the ulp of 1 is 2^-10. 1 + 2^-11 ties to 1 (even).
+  EXPECT_EQ(round_one(1.0 + 0x1p-11, DType::F16), 1.0);
+  // 1 + 3*2^-11 is the midpoint of 1 + 2^-10 (odd) and 1 + 2^-9 (even) -> 1 + 2^-9.
+  EXPECT_EQ(round_one(1.0 + 3 * 0x1p-11, DType::F16), 1.0 + 0x1p-9);
+  // Smallest subnormal: emin = -14, 10 fraction bits -> 2^-24, encoding 0x0001.
+  EXPECT_EQ(round_one(0x1p-24, DType::F16), 0x1p-24);
+  EXPECT_EQ(bits16(0x1p-24, DType::F16), 0x0001);
+  // 2^-25 ties between 0 (even) and 2^-24 -> 0; 3*2^-26 = 0.75 ulp -> 2^-24.
+  EXPECT_EQ(round_one(0x1p-25, DType::F16), 0.0);
+  EXPECT_EQ(round_one(3 * 0x1p-26, DType::F16), 0x1p-24);
+  // Max finite 65504 = (2 - 2^-10) 2^15 has an odd significand; the midpoint to 2^16
+  // is 65520, which ties to the even 2^16 -> inf. 65519 is below it -> 65504.
+  EXPECT_EQ(round_one(65520.0, DType::F16), INFINITY);
+  EXPECT_EQ(round_one(-65520.0, DType::F16), -INFINITY);
+  EXPECT_EQ(round_one(65519.0, DType::F16), 65504.0);
+  EXPECT_EQ(bits16(65504.0, DType::F16), 0x7BFF);
+  EXPECT_EQ(bits16(INFINITY, DType::F16), 0x7C00);
+  EXPECT_EQ(bits16(1.0, DType::F16), 0x3C00);
+  EXPECT_EQ(bits16(-2.0, DType::F16), 0xC000);
+  EXPECT_TRUE(std::isnan(round_one(NAN, DType::F16)));
+  EXPECT_TRUE(std::signbit(round_one(-0.0, DType::F16)));
+}
+
+TEST(Safetensors, F64IsBitExact) {
+  const std::vector<double> v = round_values({0.1, -0.0, 5e-324, 1.7976931348623157e308, -INFINITY}, DType::F64);
+  EXPECT_EQ(bits_of(v[0]), bits_of(0.1));
+  EXPECT_EQ(bits_of(v[1]), bits_of(-0.0));
+  EXPECT_EQ(bits_of(v[2]), bits_of(5e-324));
+  EXPECT_EQ(v[3], 1.7976931348623157e308);
+  EXPECT_EQ(v[4], -INFINITY);
+}
+
+TEST(Safetensors, I64ConversionIsExactOrRejected) {
+  EXPECT_EQ(round_values({-0x1p53, 0x1p53, -0.0, 3.0}, DType::I64), (std::vector<double>{-0x1p53, 0x1p53, 0.0, 3.0}));
+  // -2^63 fits in int64 (but to_f64 would refuse it: beyond 2^53).
+  const double lowest[] = {-0x1p63};
+  std::int64_t stored = 0;
+  std::memcpy(&stored, from_f64(lowest, {}, DType::I64).data.data(), 8);
+  EXPECT_EQ(stored, std::numeric_limits<std::int64_t>::min());
+  // to_f64 refuses values that a double cannot hold exactly.
+  RawTensor t{DType::I64, {2}, Bytes(16, 0)};
+  const std::int64_t big = (std::int64_t{1} << 53) + 1;
+  std::memcpy(t.data.data() + 8, &big, 8);
+  try {
+    to_f64(t, "in.safetensors: tensor 'q'");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("in.safetensors: tensor 'q'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("element 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("9007199254740993"), std::string::npos) << msg;
+  }
+  // from_f64 requires integral values within range.
+  const double half[] = {1.0, 1.5};
+  EXPECT_THROW(from_f64(half, {2}, DType::I64), InputError);
+  const double nan[] = {NAN};
+  EXPECT_THROW(from_f64(nan, {1}, DType::I64), InputError);
+  const double too_big[] = {0x1p63};
+  EXPECT_THROW(from_f64(too_big, {1}, DType::I64), InputError);
+}
+
+TEST(Safetensors, FromF64ChecksShapeAgainstValues) {
+  const double v[] = {1.0, 2.0, 3.0};
+  EXPECT_THROW(from_f64(v, {2, 2}, DType::F32), std::invalid_argument);
+  EXPECT_THROW(from_f64(v, {-3}, DType::F32), std::invalid_argument);
+  EXPECT_EQ(from_f64(v, {3, 1}, DType::BF16).data.size(), 6u);
+}
+
+// ---------------------------------------------------------------- file-level strictness
+
+TEST(Safetensors, RejectsMissingAndUnreadableFiles) {
+  const fs::path missing = fs::temp_directory_path() / "ttr_st_definitely_missing" / "in.safetensors";
+  try {
+    read_safetensors(missing);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(missing.string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cannot read"), std::string::npos) << msg;
+  }
+  TempDir dir("readdir");
+  EXPECT_THROW(read_safetensors(dir.path), InputError);
+}
+
+TEST(Safetensors, ReadsFromDisk) {
+  TempDir dir("read");
+  const fs::path p = dir.path / "in.safetensors";
+  const Bytes bytes = serialize_safetensors(sample_file());
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                           static_cast<std::streamsize>(bytes.size()));
+  expect_same(read_safetensors(p), sample_file());
+  // Errors from a file name its path.
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write("abc", 3);
+  try {
+    read_safetensors(p);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(p.string() + ": ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Safetensors, RejectsFilesShorterThanEightBytes) {
+  expect_rejected({}, {"0 bytes", "8-byte"});
+  expect_rejected(Bytes(7, 0), {"7 bytes"});
+}
+
+TEST(Safetensors, RejectsBadHeaderLengths) {
+  expect_rejected(Bytes(8, 0), {"header length is 0"});
+  Bytes too_large = {0x01, 0xE1, 0xF5, 0x05, 0, 0, 0, 0};  // 100000001
+  expect_rejected(too_large, {"100000001", "limit"});
+  expect_rejected(Bytes(8, 0xFF), {"18446744073709551615"});
+  Bytes beyond = make_file("{}");
+  beyond[0] = 9;  // one byte more than the file holds
+  expect_rejected(beyond, {"header length 9", "beyond the end"});
+}
+
+TEST(Safetensors, RejectsHeaderThatIsNotUtf8) {
+  expect_rejected(make_file("{\"\xFF\":1}"), {"UTF-8", "byte 2"});
+  expect_rejected(make_file("{\"\xC0\xAF\":1}"), {"UTF-8"});      // overlong '/'
+  expect_rejected(make_file("{\"\xED\xA0\x80\":1}"), {"UTF-8"});  // surrogate U+D800
+  expect_rejected(make_file("{\"\xF4\x90\x80\x80\":1}"), {"UTF-8"});  // above U+10FFFF
+  expect_rejected(make_file("{\"\xE2\x82\":1}"), {"UTF-8"});          // truncated sequence
+}
+
+TEST(Safetensors, RejectsHeaderThatIsNotJson) {
+  expect_rejected(make_file("{\"a\":"), {"not valid JSON"});
+  expect_rejected(make_file("{} {}"), {"not valid JSON"});
+  expect_rejected(make_file(std::string("{\0}", 3)), {"not valid JSON"});
+}
+
+TEST(Safetensors, RejectsHeaderThatIsNotAnObject) {
+  expect_rejected(make_file("[1,2]"), {"not a JSON object", "array"});
+  expect_rejected(make_file("\"x\""), {"not a JSON object"});
+  expect_rejected(make_file("12"), {"not a JSON object"});
+}
+
+TEST(Safetensors, RejectsDuplicateKeys) {
+  expect_rejected(make_file("{" + f32_entry("a", "[1]", 0, 4) + "," + f32_entry("a", "[1]", 0, 4) + "}", zeros(4)),
+                  {"duplicate key 'a'"});
+  expect_rejected(make_file(R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})", zeros(4)),
+                  {"duplicate key 'dtype' inside 'a'"});
+  expect_rejected(make_file(R"({"__metadata__":{"k":"1","k":"2"}})"), {"duplicate key 'k' inside '__metadata__'"});
+  expect_rejected(make_file(R"({"__metadata__":{},"__metadata__":{}})"), {"duplicate key '__metadata__'"});
+}
+
+TEST(Safetensors, RejectsBadMetadata) {
+  expect_rejected(make_file(R"({"__metadata__":"x"})"), {"'__metadata__'", "string 'x'"});
+  expect_rejected(make_file(R"({"__metadata__":["a"]})"), {"'__metadata__'", "array"});
+  expect_rejected(make_file(R"({"__metadata__":null})"), {"'__metadata__'", "null"});
+  expect_rejected(make_file(R"({"__metadata__":{"k":1}})"), {"'__metadata__' key 'k'", "got 1"});
+  expect_rejected(make_file(R"({"__metadata__":{"k":{"n":"v"}}})"), {"'__metadata__' key 'k'"});
+  // An empty metadata object is fine.
+  EXPECT_TRUE(parse_safetensors(make_file(R"({"__metadata__":{}})"), kSource).metadata.empty());
+}
+
+// ---------------------------------------------------------------- entry strictness
+
+TEST(Safetensors, RejectsEntryThatIsNotAnObject) {
+  expect_rejected(make_file(R"({"a":[1]})"), {"tensor 'a'", "must be an object"});
+  expect_rejected(make_file(R"({"a":"F32"})"), {"tensor 'a'", "must be an object"});
+}
+
+TEST(Safetensors, RejectsMissingFields) {
+  expect_rejected(make_file(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", zeros(4)), {"tensor 'a'", "'dtype'"});
+  expect_rejected(make_file(R"({"a":{"dtype":"F32","data_offsets":[0,4]}})", zeros(4)), {"tensor 'a'", "'shape'"});
+  expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1]}})", zeros(4)), {"tensor 'a'", "'data_offsets'"});
+}
+
+TEST(Safetensors, RejectsExtraFields) {
+  expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"offsets":[0,4]}})", zeros(4)),
+                  {"tensor 'a'", "unexpected field 'offsets'"});
+}
+
+TEST(Safetensors, RejectsUnknownDtypes) {
+  for (const std::string bad : {"F8", "f32", "I32", "float32", ""}) {
+    expect_rejected(make_file(R"({"a":{"dtype":")" + bad + R"(","shape":[1],"data_offsets":[0,4]}})", zeros(4)),
+                    {"tensor 'a'", "unknown dtype '" + bad + "'", "F64, F32, BF16, F16, I64"});
+  }
+  expect_rejected(make_file(R"({"a":{"dtype":4,"shape":[1],"data_offsets":[0,4]}})", zeros(4)),
+                  {"tensor 'a'", "dtype must be a string"});
+}
+
+TEST(Safetensors, RejectsBadShapes) {
+  const auto with_shape = [](const std::string& shape) {
+    return make_file(R"({"a":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":[0,4]}})", zeros(4));
+  };
+  expect_rejected(with_shape("1"), {"tensor 'a'", "shape must be an array"});
+  expect_rejected(with_shape("{}"), {"tensor 'a'", "shape must be an array"});
+  expect_rejected(with_shape("[1.0]"), {"tensor 'a'", "shape[0]", "1.0"});
+  expect_rejected(with_shape("[1e0]"), {"tensor 'a'", "shape[0]"});
+  expect_rejected(with_shape("[1,-1]"), {"tensor 'a'", "shape[1]", "-1"});
+  expect_rejected(with_shape("[\"1\"]"), {"tensor 'a'", "shape[0]", "string '1'"});
+  expect_rejected(with_shape("[null]"), {"tensor 'a'", "shape[0]", "null"});
+  expect_rejected(with_shape("[18446744073709551616]"), {"tensor 'a'", "shape[0]"});  // 2^64: parsed as float
+  expect_rejected(with_shape("[4611686018427387905]"), {"tensor 'a'", "shape[0]", "too large"});  // 2^62 + 1
+  // Products: 2^31 * 2^31 * 4 bytes = 2^64 overflows; 2^60 * 4 = 2^62 is the limit, 2^61 * 4 is over.
+  expect_rejected(with_shape("[2147483648,2147483648]"), {"tensor 'a'", "exceeds 2^62 bytes"});
+  expect_rejected(with_shape("[2305843009213693952]"), {"tensor 'a'", "exceeds 2^62 bytes"});
+  expect_rejected(with_shape("[1152921504606846976]"), {"tensor 'a'", "data_offsets [0, 4] do not match"});
+  // A zero dimension first makes the product 0 whatever follows.
+  expect_rejected(with_shape("[0,4611686018427387904,4]"), {"tensor 'a'", "(0 bytes)"});
+}
+
+TEST(Safetensors, RejectsBadDataOffsets) {
+  const auto with_offsets = [](const std::string& offsets) {
+    return make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":)" + offsets + "}}", zeros(4));
+  };
+  for (const std::string bad : {"[0]", "[0,4,4]", "[]", "[-1,3]", "[0,4.0]", "[\"0\",4]", "{}", "4", "null"}) {
+    expect_rejected(with_offsets(bad), {"tensor 'a'", "data_offsets must be an array of exactly two"});
+  }
+  expect_rejected(with_offsets("[4,0]"), {"tensor 'a'", "[4, 0]", "begin > end"});
+}
+
+TEST(Safetensors, RejectsOffsetsThatDoNotMatchDtypeAndShape) {
+  const Bytes bytes =
+      make_file(R"({"k":{"dtype":"F32","shape":[1,2,3,5],"data_offsets":[0,96]}})", zeros(96));
+  EXPECT_EQ(parse_error(bytes),
+            "t.safetensors: tensor 'k': data_offsets [0, 96] do not match dtype F32 and shape [1,2,3,5] (120 bytes)");
+  // A scalar is one element.
+  expect_rejected(make_file(R"({"s":{"dtype":"F64","shape":[],"data_offsets":[0,4]}})", zeros(4)),
+                  {"tensor 's'", "dtype F64 and shape [] (8 bytes)"});
+}
+
+TEST(Safetensors, RejectsOffsetsBeyondTheBuffer) {
+  expect_rejected(make_file("{" + f32_entry("a", "[2]", 0, 8) + "}", zeros(4)),
+                  {"tensor 'a'", "[0, 8]", "beyond the data buffer (4 bytes)"});
+  expect_rejected(make_file("{" + f32_entry("a", "[1]", 1000, 1004) + "}", zeros(4)), {"tensor 'a'", "beyond"});
+}
+
+TEST(Safetensors, RejectsOverlappingTensors) {
+  expect_rejected(make_file("{" + f32_entry("a", "[2]", 0, 8) + "," + f32_entry("b", "[2]", 4, 12) + "}", zeros(12)),
+                  {"'a'", "'b'", "overlap"});
+  // Two tensors sharing the same bytes.
+  expect_rejected(make_file("{" + f32_entry("a", "[1]", 0, 4) + "," + f32_entry("b", "[1]", 0, 4) + "}", zeros(4)),
+                  {"'a'", "'b'", "overlap"});
+  // An empty tensor placed inside another one.
+  expect_rejected(make_file("{" + f32_entry("a", "[2]", 0, 8) + "," + f32_entry("z", "[0]", 4, 4) + "}", zeros(8)),
+                  {"'a'", "'z'", "overlap"});
+}
+
+TEST(Safetensors, RejectsGapsInTheBuffer) {
+  // The safetensors package requires each tensor to begin where the previous ended.
+  expect_rejected(make_file("{" + f32_entry("a", "[1]", 0, 4) + "," + f32_entry("b", "[1]", 8, 12) + "}", zeros(12)),
+                  {"gap of 4 unused bytes before tensor 'b'", "[8, 12]"});
+  expect_rejected(make_file("{" + f32_entry("a", "[1]", 4, 8) + "}", zeros(8)),
+                  {"gap of 4 unused bytes before tensor 'a'"});
+}
+
+TEST(Safetensors, RejectsTrailingBytes) {
+  expect_rejected(make_file("{" + f32_entry("a", "[1]", 0, 4) + "}", zeros(5)), {"1 trailing bytes"});
+  expect_rejected(make_file("{}", zeros(3)), {"3 trailing bytes"});
+}
+
+TEST(Safetensors, RejectsEmptyTensorName) {
+  expect_rejected(make_file("{" + f32_entry("", "[1]", 0, 4) + "}", zeros(4)), {"empty name"});
+}
+
+TEST(Safetensors, MessagesStayOnOneLine) {
+  // A tensor name with a newline and a tab: escaped, so the message is one line.
+  expect_rejected(make_file(R"({"a\nb\t":{"dtype":"F8","shape":[1],"data_offsets":[0,4]}})", zeros(4)),
+                  {"tensor 'a\\x0ab\\x09'"});
+}
+
+// ---------------------------------------------------------------- lenient where the package is
+
+TEST(Safetensors, AcceptsAnyEntryOrderAndUnpaddedHeaders) {
+  // Offsets need not follow name order (the Python package orders by dtype alignment
+  // first), the header need not be padded, whitespace around the object is allowed.
+  const Bytes bytes = make_file("  {" + f32_entry("b", "[1]", 0, 4) + "," + f32_entry("a", "[2]", 4, 12) + "}\n",
+                                {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}, false);
+  const TensorFile f = parse_safetensors(bytes, kSource);
+  EXPECT_EQ(f.tensors.at("b").data, (Bytes{1, 0, 0, 0}));
+  EXPECT_EQ(f.tensors.at("a").data, (Bytes{2, 0, 0, 0, 3, 0, 0, 0}));
+}
+
+TEST(Safetensors, AcceptsEmptyTensorsAtSharedOffsets) {
+  const Bytes bytes = make_file("{" + f32_entry("a", "[1]", 0, 4) + "," + f32_entry("e", "[0]", 4, 4) + "," +
+                                    f32_entry("f", "[0,3]", 0, 0) + "," + f32_entry("g", "[2,0]", 4, 4) + "}",
+                                zeros(4));
+  const TensorFile f = parse_safetensors(bytes, kSource);
+  EXPECT_EQ(f.tensors.size(), 4u);
+  EXPECT_EQ(f.tensors.at("f").shape, (std::vector<std::int64_t>{0, 3}));
+}
+
+// ---------------------------------------------------------------- robustness
+
+// Mutates a valid file 2000 times (deterministically): parsing must either succeed or
+// throw InputError, never crash (ASan/UBSan builds) or throw anything else.
+TEST(Safetensors, MutatedFilesParseOrThrowInputError) {
+  const Bytes valid = serialize_safetensors(sample_file());
+  std::uint64_t header_end = 0;
+  std::memcpy(&header_end, valid.data(), 8);
+  header_end += 8;
+  std::mt19937_64 rng(20240611);
+  const auto pick = [&](std::uint64_t n) { return n == 0 ? 0 : rng() % n; };
+  int accepted = 0, rejected = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    Bytes b = valid;
+    const int edits = 1 + static_cast<int>(pick(3));
+    for (int e = 0; e < edits; ++e) {
+      // Bias edits towards the header, where the structure is.
+      const std::size_t limit = pick(4) == 0 ? b.size() : std::min<std::size_t>(header_end, b.size());
+      const std::size_t pos = pick(limit);
+      switch (pick(6)) {
+        case 0:
+          if (!b.empty()) b[pos] ^= static_cast<std::uint8_t>(1u << pick(8));
+          break;
+        case 1:
+          if (!b.empty()) b[pos] = static_cast<std::uint8_t>(pick(256));
+          break;
+        case 2: {
+          // Insert a structural JSON character or a random byte.
+          static const char kChars[] = "{}[]\",:-0123456789 eE.tfn\\";
+          const auto c = pick(2) ? kChars[pick(sizeof(kChars) - 1)] : static_cast<char>(pick(256));
+          b.insert(b.begin() + static_cast<std::ptrdiff_t>(std::min(pos, b.size())), static_cast<std::uint8_t>(c));
+          break;
+        }
+        case 3:
+          if (!b.empty()) b.erase(b.begin() + static_cast<std::ptrdiff_t>(pos));
+          break;
+        case 4:
+          b.resize(pick(b.size() + 1));
+          break;
+        default:
+          if (b.size() >= 8) b[pick(8)] = static_cast<std::uint8_t>(pick(256));  // header length
+          break;
+      }
+    }
+    try {
+      const TensorFile f = parse_safetensors(b, kSource);
+      for (const auto& [name, t] : f.tensors) {
+        EXPECT_EQ(t.data.size(), static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype)) << name;
+      }
+      ++accepted;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      ++rejected;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "iteration " << iter << ": unexpected exception " << e.what();
+    }
+  }
+  RecordProperty("accepted", accepted);
+  RecordProperty("rejected", rejected);
+  EXPECT_GT(rejected, 1000);
+  EXPECT_GT(accepted, 0);  // some edits hit data bytes or padding
+}
+
+// A hostile header nested 100000 levels deep: rejected, without recursing per level.
+TEST(Safetensors, DeeplyNestedHeaderIsRejectedWithoutCrash) {
+  const std::size_t depth = 100000;
+  expect_rejected(make_file("{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}"),
+                  {"tensor 'a'", "must be an object"});
+  std::string objects;
+  for (std::size_t i = 0; i < depth; ++i) objects += "{\"k\":";
+  objects += "1" + std::string(depth, '}');
+  expect_rejected(make_file(R"({"__metadata__":)" + objects + "}"), {"'__metadata__' key 'k'"});
+}
+
+// ---------------------------------------------------------------- writing
+
+TEST(Safetensors, WriteAtomicCreatesAndReplaces) {
+  TempDir dir("write");
+  const fs::path p = dir.path / "out.safetensors";
+  write_safetensors_atomic(p, sample_file());
+  expect_same(read_safetensors(p), sample_file());
+  TensorFile other;
+  const double v[] = {3.0};
+  other.tensors["only"] = from_f64(v, {}, DType::F64);
+  write_safetensors_atomic(p, other);
+  expect_same(read_safetensors(p), other);
+  EXPECT_EQ(dir.entries(), 1u);  // no temporary left behind
+}
+
+TEST(Safetensors, WriteAtomicIntoMissingDirectoryFails) {
+  TempDir dir("missing");
+  const fs::path p = dir.path / "no_such_dir" / "out.safetensors";
+  try {
+    write_safetensors_atomic(p, sample_file());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(p.string() + ": cannot write: ", 0), 0u) << msg;
+  }
+  EXPECT_FALSE(fs::exists(p));
+  EXPECT_FALSE(fs::exists(p.parent_path()));
+  EXPECT_EQ(dir.entries(), 0u);
+}
+
+TEST(Safetensors, WriteAtomicOfInvalidTensorLeavesOldFile) {
+  TempDir dir("invalid");
+  const fs::path p = dir.path / "out.safetensors";
+  write_safetensors_atomic(p, sample_file());
+  TensorFile bad;
+  bad.tensors["w"] = RawTensor{DType::F32, {3}, Bytes(8, 0)};  // 8 bytes for 12 needed
+  try {
+    write_safetensors_atomic(p, bad);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(p.string() + ": cannot write: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("tensor 'w'"), std::string::npos) << msg;
+  }
+  expect_same(read_safetensors(p), sample_file());
+  EXPECT_EQ(dir.entries(), 1u);
+}
+
+TEST(Safetensors, WriteAtomicOntoDirectoryFails) {
+  TempDir dir("ontodir");
+  const fs::path p = dir.path / "sub";
+  fs::create_directory(p);
+  EXPECT_THROW(write_safetensors_atomic(p, sample_file()), InputError);
+  EXPECT_THROW(write_safetensors_atomic(dir.path / "sub/", sample_file()), InputError);
+  EXPECT_TRUE(fs::is_directory(p));
+  EXPECT_EQ(dir.entries(), 1u);  // the temporary was removed
+}
+
+TEST(Safetensors, SerializeRejectsUnwritableTensors) {
+  const auto expect_bad = [](const TensorFile& f, const std::string& culprit) {
+    try {
+      serialize_safetensors(f);
+      ADD_FAILURE() << "expected InputError for " << culprit;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(culprit), std::string::npos) << e.what();
+    }
+  };
+  TensorFile f;
+  f.tensors[""] = RawTensor{DType::F32, {}, Bytes(4, 0)};
+  expect_bad(f, "empty name");
+  f.tensors.clear();
+  f.tensors["__metadata__"] = RawTensor{DType::F32, {}, Bytes(4, 0)};
+  expect_bad(f, "'__metadata__' is reserved");
+  f.tensors.clear();
+  f.tensors["neg"] = RawTensor{DType::F32, {-1}, {}};
+  expect_bad(f, "tensor 'neg'");
+  f.tensors.clear();
+  f.metadata["k"] = "\xFF";
+  expect_bad(f, "metadata value of 'k'");
+}
+
+// ---------------------------------------------------------------- seed corpus
+
+// The fuzz seeds (fuzz/corpus/safetensors, made by make_safetensors_seeds.py): files
+// named valid_* must parse, invalid_* must be rejected with InputError.
+TEST(Safetensors, SeedCorpusIsClassifiedCorrectly) {
+  const fs::path corpus = fs::path(__FILE__).parent_path().parent_path().parent_path() / "fuzz/corpus/safetensors";
+  if (!fs::is_directory(corpus)) GTEST_SKIP() << "no seed corpus at " << corpus;
+  int seen = 0;
+  for (const auto& entry : fs::directory_iterator(corpus)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("valid_", 0) == 0) {
+      EXPECT_NO_THROW(read_safetensors(entry.path())) << name;
+      ++seen;
+    } else if (name.rfind("invalid_", 0) == 0) {
+      EXPECT_THROW(read_safetensors(entry.path()), InputError) << name;
+      ++seen;
+    }
+  }
+  EXPECT_GT(seen, 0);
+}
+
+}  // namespace
