@@ -52,7 +52,7 @@ Command add_vectors(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("vectors", "write a suite's input vectors and their oracle outputs");
   cmd->add_option("--layer", o->layer, "layer name, or 'all'")->required();
-  cmd->add_option("--suite", o->suite, "tiny|standard|stress")->required();
+  cmd->add_option("--suite", o->suite, "tiny|demo|standard|stress")->required();
   cmd->add_option("--out", o->out, "output directory (created if absent)")->required();
   cmd->add_option("--seed", o->seed, "random seed (same seed: bit-identical files)");
   cmd->add_option("--bits", o->bits, "oracle MPFR precision")->check(CLI::Range(24u, 100000u));

@@ -1,11 +1,28 @@
 // ttrcheck: numerics verification for test-time-regression linear attention.
 #include <cstdio>
+#include <string>
 #include <exception>
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "oracles/error.hpp"
 #include "oracles/oracle.hpp"
+
+namespace {
+
+// An error is one line on stderr even when it quotes user text (a tensor name, a
+// --set key) holding control characters: those are printed as \xNN.
+std::string one_line(const char* what) {
+  std::string s;
+  for (const char* p = what; *p; ++p) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c < 0x20u || c == 0x7Fu) s += fmt::format("\\x{:02x}", c);
+    else s += *p;
+  }
+  return s;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ttrcheck: high-precision oracles and error-model checks for linear-attention kernels"};
@@ -31,17 +48,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "ttrcheck: error: %s\n", e.what());
+    std::fprintf(stderr, "ttrcheck: error: %s\n", one_line(e.what()).c_str());
     return 2;
   }
   try {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const ttr::InputError& e) {
-    std::fprintf(stderr, "ttrcheck: error: %s\n", e.what());
+    std::fprintf(stderr, "ttrcheck: error: %s\n", one_line(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ttrcheck: internal error: %s\n", e.what());
+    std::fprintf(stderr, "ttrcheck: internal error: %s\n", one_line(e.what()).c_str());
     return 3;
   }
   return 2;

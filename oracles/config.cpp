@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/error.hpp"
+#include "oracles/spec.hpp"
 
 namespace ttr {
 namespace {

@@ -8,9 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "oracles/spec.hpp"
 
 namespace ttr {
+
+struct LayerSpec;  // oracles/spec.hpp: kept out of this header so that the
+                   // per-tier runner TUs do not recompile when a spec type changes
 
 class Config {
  public:

@@ -6,6 +6,23 @@
 
 namespace ttr {
 
+// The runners, one per (layer, form) x tier of tiers.def, defined in the
+// generated TUs (oracles/CMakeLists.txt); the static_assert below keeps the
+// hand-written tier list in step with tiers.def.
+namespace runners {
+#define TTR_LAYER(layer)
+#define TTR_LAYER_FORM(layer, form)                                                                  \
+  LayerResult layer##__##form##__fp32(const TensorMap<double>&, const Config&, const RunOptions&);  \
+  LayerResult layer##__##form##__fp64(const TensorMap<double>&, const Config&, const RunOptions&);  \
+  LayerResult layer##__##form##__bf16(const TensorMap<double>&, const Config&, const RunOptions&);  \
+  LayerResult layer##__##form##__fp16(const TensorMap<double>&, const Config&, const RunOptions&);  \
+  LayerResult layer##__##form##__mpfr(const TensorMap<double>&, const Config&, const RunOptions&);  \
+  LayerResult layer##__##form##__mpfi(const TensorMap<double>&, const Config&, const RunOptions&);
+#include "oracles/layers/layers.def"
+#undef TTR_LAYER_FORM
+#undef TTR_LAYER
+}  // namespace runners
+
 namespace layers {
 #define TTR_LAYER(layer) LayerSpec spec_##layer();
 #define TTR_LAYER_FORM(layer, form)

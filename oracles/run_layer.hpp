@@ -43,12 +43,12 @@ LayerResult run_in_tier(const TensorMap<double>& in, const Config& cfg, const Ru
 }  // namespace ttr
 
 // Defines the runner of (layer, form, tier); see the generated TUs (CMake).
-#define TTR_DEFINE_RUNNER(layer, form, tier)                                                             \
-  ttr::LayerResult ttr::runners::layer##__##form##__##tier(const ttr::TensorMap<double>& in,              \
-                                                           const ttr::Config& cfg,                        \
-                                                           const ttr::RunOptions& opt) {                  \
-    return ttr::run_in_tier<ttr::tiers::tier>(                                                            \
-        in, cfg, opt,                                                                                     \
-        [](const ttr::TensorMap<ttr::tiers::tier>& i, const ttr::Config& c, const ttr::RunOptions& o,     \
-           ttr::TensorMap<ttr::tiers::tier>& out) { ttr::layers::layer::form<ttr::tiers::tier>(i, c, o, out); }); \
+#define TTR_DEFINE_RUNNER(layer, form, tier)                                                          \
+  namespace ttr::runners {                                                                             \
+  LayerResult layer##__##form##__##tier(const TensorMap<double>& in, const Config& cfg,                \
+                                        const RunOptions& opt) {                                       \
+    return run_in_tier<tiers::tier>(in, cfg, opt,                                                      \
+                                    [](const TensorMap<tiers::tier>& i, const Config& c, const RunOptions& o, \
+                                       TensorMap<tiers::tier>& out) { layers::layer::form<tiers::tier>(i, c, o, out); }); \
+  }                                                                                                    \
   }

@@ -1,5 +1,6 @@
-// The type-erased entry points of every (layer, form, tier): double-valued
-// tensors in, double-valued tensors out. Light: no scalar tier headers.
+// The type-erased entry point of a (layer, form, tier): double-valued tensors
+// in, double-valued tensors out. Light: no scalar tier headers, no layer list
+// (the generated runner TUs include this and must not depend on layers.def).
 #pragma once
 
 #include "oracles/arith.hpp"
@@ -21,19 +22,5 @@ struct LayerResult {
 
 using LayerRunner = LayerResult (*)(const TensorMap<double>&, const Config&, const RunOptions&);
 
-namespace runners {
-// One per (layer, form) x tier of tiers.def (registry.cpp checks the count).
-#define TTR_LAYER(layer)
-#define TTR_LAYER_FORM(layer, form)                                                                  \
-  LayerResult layer##__##form##__fp32(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__fp64(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__bf16(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__fp16(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__mpfr(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__mpfi(const TensorMap<double>&, const Config&, const RunOptions&);
-#include "oracles/layers/layers.def"
-#undef TTR_LAYER_FORM
-#undef TTR_LAYER
-}  // namespace runners
 
 }  // namespace ttr

@@ -38,6 +38,10 @@ enum class Role {
   gate,        // β-like gates in [0, 1]
   state,       // h0-like initial states (absent unless a suite asks)
   positive,    // strictly positive weights
+  precision,   // observation precisions λv > 0 (KLA-K)
+  transition,  // state transitions ā in (0, 1] (KLA-K)
+  noise,       // process noise p̄ >= 0 (KLA-K)
+  psd_matrix,  // [..., K, K] symmetric positive semidefinite blocks M Mᵀ/K
 };
 
 struct TensorSpec {
@@ -47,6 +51,7 @@ struct TensorSpec {
   Range range;                    // values must be finite and inside
   Role role = Role::value;
   std::string doc;
+  bool symmetric = false;         // the last two dims form exactly symmetric blocks
 };
 
 enum class KeyType { number, integer, boolean, choice };

@@ -88,6 +88,15 @@ LayerInputs validate_inputs(const LayerSpec& spec, const io::TensorFile& file, c
         throw InputError(fmt::format("{}: element {} = {} is outside {} ({})", what, index_str(i, t.shape), x,
                                      ts.range.str(), ts.doc));
     }
+    if (ts.symmetric) {
+      const std::int64_t n = t.shape.back();
+      for (std::int64_t blk = 0; blk < t.numel() / (n * n); ++blk)
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < i; ++j)
+            if (t.data[(blk * n + i) * n + j] != t.data[(blk * n + j) * n + i])
+              throw InputError(fmt::format("{}: not symmetric: element {} != its transpose", what,
+                                           index_str((blk * n + i) * n + j, t.shape)));
+    }
     out.tensors.emplace(ts.name, std::move(t));
   }
   return out;

@@ -134,19 +134,75 @@ void draw(const TensorSpec& ts, const Regime& rg, Rng& rng, Tensor<double>& t) {
     case Role::positive:
       for (auto& x : t.data) x = rng.uniform(0.05, 2.0);
       break;
+    case Role::precision:
+      for (auto& x : t.data)
+        x = rg.precision_log10_hi > 0 ? std::pow(10.0, rng.uniform(0.0, rg.precision_log10_hi))
+                                      : std::exp(0.5 * rng.normal());
+      break;
+    case Role::transition:
+      for (auto& x : t.data) {
+        if (rg.fixed_transition > 0) x = rg.fixed_transition;
+        else if (rg.transition_log10_lo < 0) x = std::pow(10.0, rng.uniform(rg.transition_log10_lo, 0.0));
+        else x = rng.uniform(0.9, 1.0);
+      }
+      break;
+    case Role::psd_matrix: {
+      const std::int64_t n = t.shape.back(), blocks = t.numel() / (n * n);
+      std::vector<double> M(static_cast<std::size_t>(n * n));
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        for (auto& x : M) x = BF16Format::round(0.3 * rng.normal());
+        // M Mᵀ/n of bf16 values; rounding each entry once keeps the blocks exactly
+        // symmetric (and PSD up to that rounding, far below the ridge λ).
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            double s = 0;
+            for (std::int64_t l = 0; l < n; ++l) s += M[i * n + l] * M[j * n + l];
+            t.data[(b * n + i) * n + j] = s / static_cast<double>(n);
+          }
+      }
+      break;
+    }
+    case Role::noise:
+      for (auto& x : t.data) x = rg.zero_noise ? 0.0 : rng.uniform(0.001, 0.1);
+      break;
   }
   // Every value on the bf16 grid (a finite normal or subnormal bf16 number).
   for (auto& x : t.data) x = BF16Format::round(x);
 }
 
+// K, V name the key and value widths; KLA-K's specs call them N and D.
 Dims dims(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, std::int64_t V) {
-  return {{"B", B}, {"T", T}, {"H", H}, {"K", K}, {"V", V}};
+  return {{"B", B}, {"T", T}, {"H", H}, {"K", K}, {"V", V}, {"N", K}, {"D", V}};
+}
+
+// Stress cases that only make sense for layers with these inputs or keys.
+void add_layer_stress(const LayerSpec& spec, std::vector<VectorCase>& cs) {
+  if (spec.key("a") && spec.key("solver")) {  // GKA's adaptive regulariser
+    Regime dup;
+    dup.near_duplicate_keys = true;
+    cs.push_back({"small_a_collinear", "a = 1e-4 (κ up to 1e4) with nearly collinear keys", dims(1, 256, 2, 16, 16),
+                  dup, {{"a", "1e-4"}}});
+    cs.push_back({"chebyshev_small_a", "Chebyshev solver, 30 iterations, a = 1e-3", dims(1, 128, 2, 16, 16), dup,
+                  {{"a", "1e-3"}, {"solver", "chebyshev"}}});
+  }
+  if (spec.input("a_bar") && spec.input("p_bar")) {  // KLA-K
+    Regime ovf;
+    ovf.zero_noise = true;
+    ovf.fixed_transition = 0.5;
+    cs.push_back({"precision_overflow", "p̄ = 0, ā = 0.5: precision grows like 4^t and overflows float64",
+                  dims(1, 2048, 1, 4, 4), ovf, {}});
+    Regime ext;
+    ext.transition_log10_lo = -24;
+    ext.zero_noise = true;
+    ext.precision_log10_hi = 6;
+    cs.push_back({"extreme_transition", "ā from 1e-24 to 1, p̄ = 0, λv up to 1e6", dims(1, 256, 2, 8, 8), ext, {}});
+  }
 }
 
 }  // namespace
 
 const std::vector<std::string>& suite_names() {
-  static const std::vector<std::string> n = {"tiny", "standard", "stress"};
+  static const std::vector<std::string> n = {"tiny", "demo", "standard", "stress"};
   return n;
 }
 
@@ -157,6 +213,9 @@ std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& su
     Regime r;
     r.optional_inputs = true;
     cs.push_back({"with_state", "optional inputs (initial state) present", dims(2, 5, 1, 3, 2), r, {}});
+  } else if (suite == "demo") {
+    cs.push_back({"realistic_small", "B=1 T=128 H=2 K=V=16, normalised keys, realistic gates (bundled in examples/demo)",
+                  dims(1, 128, 2, 16, 16), {}, {}});
   } else if (suite == "standard") {
     cs.push_back({"realistic", "B=2 T=1024 H=4 K=V=64, normalised keys, realistic gates", dims(2, 1024, 4, 64, 64),
                   {}, {}});
@@ -169,7 +228,7 @@ std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& su
     Regime dup;
     dup.near_duplicate_keys = true;
     VectorCase d{"near_duplicate_keys", "keys within 1e-2 of one direction per head", dims(1, 256, 2, 16, 16), dup, {}};
-    if (spec.key("lambda")) {
+    if (const ConfigKey* l = spec.key("lambda"); l && l->required) {  // ridge layers, not GKA's optional fixed λ
       d.doc += "; ridge lambda = 1e-10 (ill-conditioned)";
       d.config.push_back({"lambda", "1e-10"});
     }
@@ -183,8 +242,9 @@ std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& su
     cs.push_back({"value_edges", "values near bf16's largest and smallest magnitudes", dims(1, 128, 2, 16, 16), vals,
                   {}});
     cs.push_back({"chunk_boundary", "T = 65, one past a chunk of 64", dims(1, 65, 1, 8, 8), {}, {}});
+    add_layer_stress(spec, cs);
   } else {
-    throw InputError(fmt::format("unknown suite '{}' (tiny|standard|stress)", suite));
+    throw InputError(fmt::format("unknown suite '{}' (tiny|demo|standard|stress)", suite));
   }
   for (auto& c : cs)
     for (const auto& key : spec.config)

@@ -23,6 +23,12 @@ struct Regime {
   bool beta_edges = false;           // β exactly 0 or 1 for many tokens
   bool value_edges = false;          // |v| near bf16's largest and smallest (subnormal) values
   bool optional_inputs = false;      // also draw the optional tensors (h0, ...)
+  // Kalman regimes (KLA-K): ā = 10^U(lo, 0) or exactly `fixed_transition`; p̄ = 0;
+  // λv = 10^U(0, hi).
+  double transition_log10_lo = 0.0;
+  double fixed_transition = 0.0;
+  bool zero_noise = false;
+  double precision_log10_hi = 0.0;
 };
 
 struct VectorCase {
@@ -33,7 +39,7 @@ struct VectorCase {
   std::vector<std::pair<std::string, std::string>> config;  // extra --set pairs
 };
 
-const std::vector<std::string>& suite_names();  // tiny, standard, stress
+const std::vector<std::string>& suite_names();  // tiny, demo, standard, stress
 // InputError for an unknown suite.
 std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& suite);
 

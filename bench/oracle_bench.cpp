@@ -1,0 +1,68 @@
+// Oracle wall time per layer and arithmetic, side by side in one run (ratios to
+// fp64 are what the issues ask for):
+//   gated_delta_rule  B=1 H=1 T=4096 K=V=128           fp64, MPFR-128, MPFR-256
+//   gka               B=1 H=1 T=2048 K=V=64   exact, chebyshev (30 iters): fp64, MPFR-256
+//   kla_kalman        B=1 H=1 T=65536 N=16 D=64         fp64, MPFR-256
+// Run: build/default/bench/oracle_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <map>
+
+#include "oracles/registry.hpp"
+#include "oracles/vectors.hpp"
+
+namespace {
+
+struct Workload {
+  const char* layer;
+  std::int64_t T, K, V;
+  std::vector<std::pair<std::string, std::string>> config;
+};
+
+const ttr::TensorMap<double>& inputs_for(const Workload& w) {
+  static std::map<std::string, ttr::TensorMap<double>> cache;
+  const std::string key = std::string(w.layer) + std::to_string(w.T);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const auto& spec = ttr::find_layer(w.layer).spec;
+    ttr::VectorCase c{"bench", "",
+                      {{"B", 1}, {"T", w.T}, {"H", 1}, {"K", w.K}, {"V", w.V}, {"N", w.K}, {"D", w.V}}, {}, {}};
+    it = cache.emplace(key, ttr::generate_inputs(spec, c, 1)).first;
+  }
+  return it->second;
+}
+
+void BM_Oracle(benchmark::State& state, Workload w, ttr::Arith arith) {
+  const auto& layer = ttr::find_layer(w.layer);
+  const ttr::Config cfg = ttr::Config::make(layer.spec, w.config);
+  const auto& in = inputs_for(w);
+  for (auto _ : state) {
+    auto r = ttr::run_layer(layer, ttr::Form::sequential, arith, in, cfg);
+    benchmark::DoNotOptimize(r.values.at("o").data.data());
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(w.T) * state.iterations(),
+                                                  benchmark::Counter::kIsRate);
+}
+
+const ttr::Arith fp64{ttr::Tier::fp64, 0}, mpfr128{ttr::Tier::mpfr, 128}, mpfr256{ttr::Tier::mpfr, 256};
+const Workload gdn{"gated_delta_rule", 4096, 128, 128, {}};
+const Workload gka_exact{"gka", 2048, 64, 64, {{"solver", "exact"}}};
+const Workload gka_cheb{"gka", 2048, 64, 64, {{"solver", "chebyshev"}, {"iters", "30"}}};
+const Workload kla{"kla_kalman", 65536, 16, 64, {}};
+
+}  // namespace
+
+#define TTR_BENCH(name, w, a) \
+  BENCHMARK_CAPTURE(BM_Oracle, name, w, a)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1)
+
+TTR_BENCH(gated_delta_rule_fp64, gdn, fp64);
+TTR_BENCH(gated_delta_rule_mpfr128, gdn, mpfr128);
+TTR_BENCH(gated_delta_rule_mpfr256, gdn, mpfr256);
+TTR_BENCH(gka_exact_fp64, gka_exact, fp64);
+TTR_BENCH(gka_exact_mpfr256, gka_exact, mpfr256);
+TTR_BENCH(gka_chebyshev30_fp64, gka_cheb, fp64);
+TTR_BENCH(gka_chebyshev30_mpfr256, gka_cheb, mpfr256);
+TTR_BENCH(kla_kalman_fp64, kla, fp64);
+TTR_BENCH(kla_kalman_mpfr256, kla, mpfr256);
+
+BENCHMARK_MAIN();
