@@ -1,6 +1,7 @@
 #include "cli/common.hpp"
 
 #include <filesystem>
+#include <set>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -24,9 +25,11 @@ LoadedInputs load_inputs(const std::string& layer_name, const std::string& path,
       pairs.emplace_back(it.key(), it.value().get<std::string>());
     }
   }
+  std::set<std::string> given;
   for (const auto& s : sets) {
     auto kv = parse_assignment(s);
-    std::erase_if(pairs, [&](const auto& p) { return p.first == kv.first; });
+    if (!given.insert(kv.first).second) throw InputError(fmt::format("--set: config key '{}' given twice", kv.first));
+    std::erase_if(pairs, [&](const auto& p) { return p.first == kv.first; });  // --set overrides the file
     pairs.push_back(std::move(kv));
   }
   Config config = Config::make(layer.spec, pairs);

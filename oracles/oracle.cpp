@@ -1,5 +1,6 @@
 #include "oracles/oracle.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -28,10 +29,20 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   meta["working_bits"] = std::to_string(point.working_bits);
   meta["certified"] = opt.certified ? "true" : "false";
   if (const auto s = input_metadata.find("seed"); s != input_metadata.end()) meta["seed"] = s->second;
+  // Values beyond float64's range (KLA-K's precision with p̄ = 0 grows like ā^{-2t})
+  // are written as ±inf; say so in the metadata rather than let it pass unnoticed.
+  std::string nonfinite;
+  for (const auto& [name, t] : point.values) {
+    std::size_t n = 0;
+    for (double x : t.data) n += std::isfinite(x) ? 0 : 1;
+    if (n) nonfinite += fmt::format("{}{}:{}", nonfinite.empty() ? "" : ",", name, n);
+  }
+  if (!nonfinite.empty()) meta["nonfinite_outputs"] = nonfinite;
   TensorMap<double> out = point.values;
   if (opt.certified) {
     const LayerResult box = run_layer(layer, opt.form, {Tier::mpfi, opt.bits}, in.tensors, cfg, opt.chunk_size);
     for (const auto& [name, t] : point.values) {
+      if (const TensorSpec* ts = layer.spec.output(name); ts && !ts->certifiable) continue;
       const auto& lo = box.lower.at(name);
       const auto& hi = box.upper.at(name);
       // The MPFR value is computed at the same precision as the enclosure; a point

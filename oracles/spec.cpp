@@ -28,6 +28,12 @@ const TensorSpec* LayerSpec::input(const std::string& n) const {
   return nullptr;
 }
 
+const TensorSpec* LayerSpec::output(const std::string& n) const {
+  for (const auto& t : outputs)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
 const ConfigKey* LayerSpec::key(const std::string& n) const {
   for (const auto& k : config)
     if (k.name == n) return &k;

@@ -52,6 +52,10 @@ struct TensorSpec {
   Role role = Role::value;
   std::string doc;
   bool symmetric = false;         // the last two dims form exactly symmetric blocks
+  // Outputs: false for diagnostics that describe the arithmetic rather than the
+  // math (GKA's kappa from float64 eigenvalues, its residual, which is ≈ 2^-p);
+  // `oracle --certified` writes no enclosure for them and precision tests skip them.
+  bool certifiable = true;
 };
 
 enum class KeyType { number, integer, boolean, choice };
@@ -84,6 +88,7 @@ struct LayerSpec {
   bool step_scales_with_key_energy = false;
 
   const TensorSpec* input(const std::string& n) const;
+  const TensorSpec* output(const std::string& n) const;
   const ConfigKey* key(const std::string& n) const;
 };
 

@@ -35,8 +35,14 @@ LayerSpec spec_gka() {
       {o(), ht(),
        {"hkk", {"B", "H", "K", "K"}, true, Range::any(), Role::state, "final H_T"},
        diag("lambda", "λ_t"), diag("fro", "‖H_t‖_F"),
-       diag("kappa", "condition number of H_t + λ_t I (from float64 eigenvalues of the tier's H_t; 1 where H_t = 0)"),
-       diag("resid", "‖(H_t + λ_t I) x_t − scale·q_t‖ / ‖scale·q_t‖")},
+       {"kappa", {"B", "T", "H"}, true, Range::any(), Role::value,
+        "condition number of H_t + λ_t I, from float64 eigenvalues of the tier's H_t (1 where H_t = 0); "
+        "a diagnostic: relative error ~K·2^-53·κ, not enclosed by --certified",
+        false, false},
+       {"resid", {"B", "T", "H"}, true, Range::any(), Role::value,
+        "‖(H_t + λ_t I) x_t − scale·q_t‖ / ‖scale·q_t‖ in the working arithmetic: describes the solver and the "
+        "arithmetic (≈ 2^-p for solver=exact), so it is neither enclosed by --certified nor compared across precisions",
+        false, false}},
       {scale(), l2norm_qk(false),
        {"a", KeyType::number, "0.02", false, Range::positive(), {}, "adaptive ridge strength: λ_t = a‖H_t‖_F (eq. (4))"},
        {"solver", KeyType::choice, "exact", false, Range::any(), {"exact", "chebyshev", "cg"},

@@ -126,9 +126,17 @@ void gka_sequential(const GkaInputs<T>& in, const GkaOptions& opt, const T& scal
         row(out.lambda) = lam;
         row(out.fro) = fro;
         row(out.resid) = qn == zero ? sqrt(rn) : sqrt(rn / qn);
-        for (std::size_t i = 0; i < Hd.size(); ++i) Hd[i] = to_double(H[i]);
-        const auto [emin, emax] = symmetric_extreme_eigenvalues(Hd.data(), K);
-        const double lam_d = to_double(lam);
+        // κ is invariant under scaling H and λ together: divide by ‖H_t‖_F (or λ) in
+        // the working precision first, so that a state decayed below float64's
+        // range (MPFR carries it) still gives a float64-accurate κ.
+        double lam_d = 1.0;
+        if (!degenerate) {
+          const T norm = fro == zero ? lam : fro;
+          for (std::size_t i = 0; i < Hd.size(); ++i) Hd[i] = to_double(H[i] / norm);
+          lam_d = to_double(lam / norm);
+        }
+        const auto [emin, emax] = degenerate ? std::pair<double, double>{0.0, 0.0}
+                                             : symmetric_extreme_eigenvalues(Hd.data(), K);
         row(out.kappa) = from_double<T>(degenerate ? 1.0 : (emax + lam_d) / (emin + lam_d));
         // α-connection and readout.
         for (int i = 0; i < K; ++i)

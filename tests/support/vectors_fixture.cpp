@@ -1,0 +1,95 @@
+#include "tests/support/vectors_fixture.hpp"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <utility>
+
+#include "oracles/oracle.hpp"
+#include "oracles/registry.hpp"
+// Every layer adapter (generated from layers.def), instantiated for mpfr_real in this one TU.
+#include "oracles/all_layers.hpp"
+
+namespace ttr::test {
+namespace {
+
+using MpfrRun = void (*)(const TensorMap<mpfr_real>&, const Config&, const RunOptions&, TensorMap<mpfr_real>&);
+
+template <class Layer>
+void run_sequential(const TensorMap<mpfr_real>& in, const Config& cfg, const RunOptions& opt,
+                    TensorMap<mpfr_real>& out) {
+  Layer::template sequential<mpfr_real>(in, cfg, opt, out);
+}
+
+// Every layer with a sequential form, from layers.def.
+const std::map<std::string, MpfrRun>& adapters() {
+  static const std::map<std::string, MpfrRun> m = {
+#define TTR_LAYER(layer)
+#define TTR_LAYER_FORM(layer, form) {#layer, &run_sequential<layers::layer>},
+#include "oracles/layers/layers.def"
+#undef TTR_LAYER_FORM
+#undef TTR_LAYER
+  };
+  return m;
+}
+
+}  // namespace
+
+VectorCase suite_case(const std::string& layer, const std::string& suite, const std::string& case_name) {
+  for (VectorCase& c : suite_cases(find_layer(layer).spec, suite))
+    if (c.name == case_name) return std::move(c);
+  throw std::runtime_error("no case '" + case_name + "' in suite '" + suite + "' for layer " + layer);
+}
+
+CaseInputs case_inputs(const std::string& layer, const std::string& suite, const std::string& case_name,
+                       std::uint64_t seed) {
+  const LayerSpec& spec = find_layer(layer).spec;
+  const VectorCase c = suite_case(layer, suite, case_name);
+  return {generate_inputs(spec, c, seed), Config::make(spec, c.config)};
+}
+
+void write_tensors(const std::filesystem::path& path, const TensorMap<double>& tensors, io::DType dtype,
+                   std::map<std::string, std::string> metadata) {
+  io::write_safetensors_atomic(path, to_file(tensors, dtype, std::move(metadata)));
+}
+
+Config config_from_metadata(const std::string& layer, const std::map<std::string, std::string>& metadata) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  const nlohmann::json j = nlohmann::json::parse(metadata.at("config"));
+  for (auto it = j.begin(); it != j.end(); ++it) pairs.emplace_back(it.key(), it.value().get<std::string>());
+  return Config::make(find_layer(layer).spec, pairs);
+}
+
+const std::vector<std::string>& mpfr_layer_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& [name, _] : adapters()) n.push_back(name);
+    return n;
+  }();
+  return names;
+}
+
+TensorMap<mpfr_real> mpfr_sequential(const std::string& layer, const TensorMap<double>& inputs, const Config& cfg,
+                                     unsigned bits) {
+  const auto it = adapters().find(layer);
+  if (it == adapters().end()) throw std::runtime_error("no sequential MPFR adapter for layer " + layer);
+  // The thread's default precision is restored on return: other tests in this
+  // binary may rely on it.
+  struct Restore {
+    unsigned digits10 = mpfr_real::default_precision();
+    ~Restore() { mpfr_real::default_precision(digits10); }
+  } restore;
+  precision_control<mpfr_real>::set_bits(bits);
+  TensorMap<mpfr_real> in, out;
+  for (const auto& [name, x] : inputs) {
+    Tensor<mpfr_real>& y = in[name];
+    y.shape = x.shape;
+    y.data.reserve(x.data.size());
+    for (double d : x.data) y.data.emplace_back(d);  // exact: a double fits in >= 53 bits
+  }
+  RunOptions opt;
+  opt.bits = bits;
+  it->second(in, cfg, opt, out);
+  return out;
+}
+
+}  // namespace ttr::test
