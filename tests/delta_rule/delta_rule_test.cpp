@@ -14,42 +14,18 @@
 #include "oracles/config.hpp"
 #include "oracles/registry.hpp"
 #include "reference/delta_rule/sequential.hpp"
+#include "tests/support/make_inputs.hpp"
+#include "tests/support/mp_compare.hpp"
 #include "tests/support/rational.hpp"
 
 namespace {
 
+using namespace ttr::test;
 using Q = ttr::test::rational;
 using ttr::Shape;
 using ttr::Tensor;
 using ttr::TensorMap;
 using Mat = std::vector<std::vector<Q>>;  // row-major, exact
-
-struct QuarterGen {
-  std::uint64_t s;
-  // A multiple of 1/4 in [lo/4, hi/4].
-  Q next(int lo = -4, int hi = 4) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return Q(lo + static_cast<int>((s >> 33) % static_cast<std::uint64_t>(hi - lo + 1)), 4);
-  }
-};
-Tensor<Q> quarters(Shape shape, std::uint64_t seed, int lo = -4, int hi = 4) {
-  Tensor<Q> x(shape, Q(0));
-  QuarterGen g{seed};
-  for (auto& e : x.data) e = g.next(lo, hi);
-  return x;
-}
-Tensor<Q> from_values(Shape shape, std::vector<Q> values) {
-  Tensor<Q> x(shape, Q(0));
-  EXPECT_EQ(static_cast<std::size_t>(x.numel()), values.size());
-  x.data = std::move(values);
-  return x;
-}
-std::size_t i4(const Shape& s, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
-  return static_cast<std::size_t>(((a * s[1] + b) * s[2] + c) * s[3] + d);
-}
-std::size_t i3(const Shape& s, std::int64_t a, std::int64_t b, std::int64_t c) {
-  return static_cast<std::size_t>((a * s[1] + b) * s[2] + c);
-}
 
 Mat zeros(std::size_t r, std::size_t c) { return Mat(r, std::vector<Q>(c, Q(0))); }
 Mat eye(std::size_t n) {
@@ -117,13 +93,6 @@ void transition_form(const Tensor<Q>& q, const Tensor<Q>& k, const Tensor<Q>& v,
       for (std::int64_t i = 0; i < K; ++i)
         for (std::int64_t j = 0; j < V; ++j) ht.data[i4(ht.shape, b, h, i, j)] = S[i][j];
     }
-}
-
-void expect_exact(const Tensor<Q>& got, const Tensor<Q>& want, const char* what) {
-  ASSERT_EQ(got.shape, want.shape) << what;
-  for (std::size_t e = 0; e < want.data.size(); ++e)
-    EXPECT_EQ(got.data[e], want.data[e]) << what << " element " << e << ": got " << got.data[e].str() << ", want "
-                                         << want.data[e].str();
 }
 
 // Hand derivation (K=2, V=1, T=2, B=H=1, scale=1, S_0 = 0):

@@ -30,56 +30,17 @@
 #include "oracles/layers/pdn_exact.hpp"
 #include "oracles/registry.hpp"
 #include "reference/core/multiprecision.hpp"
+#include "tests/support/make_inputs.hpp"
+#include "tests/support/mp_compare.hpp"
 
 namespace {
 
+using namespace ttr::test;
 using R = ttr::mpfr_real;
 using ttr::Shape;
 using ttr::Tensor;
 using ttr::TensorMap;
-using Sets = std::vector<std::pair<std::string, std::string>>;
 
-struct PrecisionGuard {  // restores the thread's default MPFR precision
-  unsigned saved = R::default_precision();
-  ~PrecisionGuard() { R::default_precision(saved); }
-};
-struct Uniform {  // splitmix64: reproducible on every platform
-  std::uint64_t s;
-  double next(double lo, double hi) {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return lo + (hi - lo) * static_cast<double>(z >> 11) * 0x1.0p-53;
-  }
-};
-Tensor<double> uniform(Shape shape, std::uint64_t seed, double lo, double hi) {
-  Tensor<double> x(shape, 0.0);
-  Uniform u{seed};
-  for (auto& e : x.data) e = u.next(lo, hi);
-  return x;
-}
-std::size_t i4(const Shape& s, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
-  return static_cast<std::size_t>(((a * s[1] + b) * s[2] + c) * s[3] + d);
-}
-TensorMap<R> to_mp(const TensorMap<double>& in) {  // exact, at the current default precision
-  TensorMap<R> out;
-  for (const auto& [name, x] : in) {
-    auto& y = out[name];
-    y.shape = x.shape;
-    for (double d : x.data) y.data.emplace_back(d);
-  }
-  return out;
-}
-// An oracle adapter run at 256 bits on the exact MPFR images of double inputs.
-template <class Adapter>
-TensorMap<R> run256(const char* layer, const TensorMap<double>& in, const Sets& sets) {
-  EXPECT_GE(ttr::precision_control<R>::set_bits(256), 256u);
-  const auto cfg = ttr::Config::make(ttr::find_layer(layer).spec, sets);
-  TensorMap<R> out;
-  Adapter::template sequential<R>(to_mp(in), cfg, ttr::RunOptions{}, out);
-  return out;
-}
 void expect_identical(const Tensor<R>& a, const Tensor<R>& b, const char* what) {
   ASSERT_EQ(a.shape, b.shape) << what;
   std::size_t differ = 0;
@@ -132,8 +93,8 @@ TEST(DeltaIdentities, GatedDeltaRuleWithZeroGateIsDeltaRule) {
       expect_same_result(a, b, arith);
     }
     // And on the 256-bit values themselves, before any rounding to double.
-    const auto a = run256<ttr::layers::delta_rule>("delta_rule", in, sets);
-    const auto b = run256<ttr::layers::gated_delta_rule>("gated_delta_rule", gated, sets);
+    const auto a = oracle256<ttr::layers::delta_rule>("delta_rule", in, sets);
+    const auto b = oracle256<ttr::layers::gated_delta_rule>("gated_delta_rule", gated, sets);
     expect_identical(a.at("o"), b.at("o"), "o (mpfr 256)");
     expect_identical(a.at("ht"), b.at("ht"), "ht (mpfr 256)");
   }
@@ -157,8 +118,8 @@ TEST(DeltaIdentities, KdaWithChannelConstantGateIsGatedDeltaRule) {
   for (std::int64_t r = 0; r < B * T * H; ++r)
     for (std::int64_t i = 0; i < K; ++i) per_key["g"].data[r * K + i] = scalar["g"].data[r];
   for (const Sets& sets : {Sets{}, Sets{{"use_qk_l2norm_in_kernel", "true"}}}) {
-    const auto a = run256<ttr::layers::kda>("kda", per_key, sets);
-    const auto b = run256<ttr::layers::gated_delta_rule>("gated_delta_rule", scalar, sets);
+    const auto a = oracle256<ttr::layers::kda>("kda", per_key, sets);
+    const auto b = oracle256<ttr::layers::gated_delta_rule>("gated_delta_rule", scalar, sets);
     expect_identical(a.at("o"), b.at("o"), "o (mpfr 256)");
     expect_identical(a.at("ht"), b.at("ht"), "ht (mpfr 256)");
     const auto& kda = ttr::find_layer("kda");
@@ -196,7 +157,7 @@ TEST(DeltaIdentities, KaczmarzUnitRelaxationZeroEpsProjectsExactly) {
       x.data.resize(static_cast<std::size_t>(x.numel() / T * len));  // B = 1: a leading block
       x.shape[1] = len;
     }
-    const auto out = run256<ttr::layers::kaczmarz_delta_rule>("kaczmarz_delta_rule", prefix, {{"eps", "0"}});
+    const auto out = oracle256<ttr::layers::kaczmarz_delta_rule>("kaczmarz_delta_rule", prefix, {{"eps", "0"}});
     const auto& S = out.at("ht");
     for (std::int64_t h = 0; h < H; ++h) {
       R vmax = 0, err = 0;
@@ -294,7 +255,7 @@ std::vector<double> pdn_ill_conditioned(const IllConditioned& p) {
   const Sets sets = {{"lambda", p.lambda_text}, {"scale", "1"}};
 
   // The oracle: pdn_exact at 256 bits.
-  const auto mp = run256<ttr::layers::pdn_exact>("pdn_exact", p.in, sets);
+  const auto mp = oracle256<ttr::layers::pdn_exact>("pdn_exact", p.in, sets);
 
   // The closed form at 512 bits.
   ttr::precision_control<R>::set_bits(512);

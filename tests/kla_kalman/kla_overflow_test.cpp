@@ -33,36 +33,17 @@
 #include "oracles/registry.hpp"
 #include "reference/core/multiprecision.hpp"
 #include "reference/kla_kalman/moment.hpp"
+#include "tests/support/make_inputs.hpp"
+#include "tests/support/mp_compare.hpp"
 
 namespace {
 
+using ttr::test::PrecisionGuard;
+using ttr::test::uniform;
 using M = ttr::mpfr_real;
 using ttr::Shape;
 using ttr::Tensor;
 using ttr::TensorMap;
-
-struct PrecisionGuard {
-  unsigned saved = M::default_precision();
-  ~PrecisionGuard() { M::default_precision(saved); }
-};
-
-struct Uniform {  // splitmix64
-  std::uint64_t s;
-  double next(double lo, double hi) {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return lo + (hi - lo) * static_cast<double>(z >> 11) * 0x1.0p-53;
-  }
-};
-
-Tensor<double> uniform(Shape shape, std::uint64_t seed, double lo, double hi) {
-  Tensor<double> x(std::move(shape), 0.0);
-  Uniform u{seed};
-  for (auto& e : x.data) e = u.next(lo, hi);
-  return x;
-}
 
 constexpr std::int64_t kT = 3000, kN = 2, kD = 3;
 

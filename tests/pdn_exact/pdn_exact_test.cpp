@@ -14,38 +14,18 @@
 #include "oracles/config.hpp"
 #include "oracles/registry.hpp"
 #include "reference/pdn_exact/sequential.hpp"
+#include "tests/support/make_inputs.hpp"
+#include "tests/support/mp_compare.hpp"
 #include "tests/support/rational.hpp"
 
 namespace {
 
+using namespace ttr::test;
 using Q = ttr::test::rational;
 using ttr::Shape;
 using ttr::Tensor;
 using ttr::TensorMap;
 using Mat = std::vector<std::vector<Q>>;
-
-struct QuarterGen {
-  std::uint64_t s;
-  Q next(int lo = -4, int hi = 4) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return Q(lo + static_cast<int>((s >> 33) % static_cast<std::uint64_t>(hi - lo + 1)), 4);
-  }
-};
-Tensor<Q> quarters(Shape shape, std::uint64_t seed, int lo = -4, int hi = 4) {
-  Tensor<Q> x(shape, Q(0));
-  QuarterGen g{seed};
-  for (auto& e : x.data) e = g.next(lo, hi);
-  return x;
-}
-Tensor<Q> from_values(Shape shape, std::vector<Q> values) {
-  Tensor<Q> x(shape, Q(0));
-  EXPECT_EQ(static_cast<std::size_t>(x.numel()), values.size());
-  x.data = std::move(values);
-  return x;
-}
-std::size_t i4(const Shape& s, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
-  return static_cast<std::size_t>(((a * s[1] + b) * s[2] + c) * s[3] + d);
-}
 
 // Solves A X = C exactly (Gauss–Jordan with a nonzero pivot; A is SPD here).
 Mat solve(Mat A, Mat C) {
@@ -104,13 +84,6 @@ void ridge_form(const Tensor<Q>& q, const Tensor<Q>& k, const Tensor<Q>& v, cons
       for (std::int64_t i = 0; i < K; ++i)
         for (std::int64_t j = 0; j < V; ++j) ht.data[i4(ht.shape, b, h, i, j)] = S[i][j];
     }
-}
-
-void expect_exact(const Tensor<Q>& got, const Tensor<Q>& want, const char* what) {
-  ASSERT_EQ(got.shape, want.shape) << what;
-  for (std::size_t e = 0; e < want.data.size(); ++e)
-    EXPECT_EQ(got.data[e], want.data[e]) << what << " element " << e << ": got " << got.data[e].str() << ", want "
-                                         << want.data[e].str();
 }
 
 // Hand derivation (K=V=1, λ=1, scale=1, q=1, S_0=0):

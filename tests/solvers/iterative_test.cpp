@@ -24,130 +24,27 @@
 #include "reference/solvers/dense.hpp"
 #include "reference/solvers/iterative.hpp"
 #include "tests/support/rational.hpp"
+#include "tests/support/make_inputs.hpp"
+#include "tests/support/spd.hpp"
+#include "tests/support/mp_compare.hpp"
 
 namespace {
 
+using ttr::test::PrecisionGuard;
 using M = ttr::mpfr_real;
 using Q = ttr::test::rational;
 
-struct PrecisionGuard {
-  unsigned saved = M::default_precision();
-  ~PrecisionGuard() { M::default_precision(saved); }
-};
-
-struct Uniform {  // splitmix64
-  std::uint64_t s;
-  double next(double lo, double hi) {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return lo + (hi - lo) * static_cast<double>(z >> 11) * 0x1.0p-53;
-  }
-};
-
-template <class T>
-T num(double x) {
-  return ttr::from_double<T>(x);
-}
-
-template <class T>
-T norm(const std::vector<T>& x) {
-  using std::sqrt;
-  T s = num<T>(0);
-  for (const T& e : x) s += e * e;
-  return sqrt(s);
-}
+using ttr::test::make_spd;
+using ttr::test::norm;
+using ttr::test::num;
+using ttr::test::random_vec;
+using ttr::test::Spd;
 
 template <class T>
 std::vector<T> minus(const std::vector<T>& a, const std::vector<T>& b) {
   std::vector<T> d(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) d[i] = a[i] - b[i];
   return d;
-}
-
-template <class T>
-struct Spd {
-  int n = 0;
-  T L, mu;
-  std::vector<T> lam, V, A;
-  void apply(const T* x, T* y) const {
-    for (int i = 0; i < n; ++i) {
-      T s = num<T>(0);
-      for (int j = 0; j < n; ++j) s += A[static_cast<std::size_t>(i) * n + j] * x[j];
-      y[i] = s;
-    }
-  }
-  auto op() const {
-    return [this](const T* x, T* y) { apply(x, y); };
-  }
-  std::vector<T> coords(const std::vector<T>& x) const {
-    std::vector<T> c(n, num<T>(0));
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < n; ++i) c[j] += V[static_cast<std::size_t>(i) * n + j] * x[i];
-    return c;
-  }
-  std::vector<T> from_coords(const std::vector<T>& c) const {
-    std::vector<T> x(n, num<T>(0));
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) x[i] += V[static_cast<std::size_t>(i) * n + j] * c[j];
-    return x;
-  }
-  std::vector<T> solve(const std::vector<T>& q) const {
-    std::vector<T> c = coords(q);
-    for (int j = 0; j < n; ++j) c[j] /= lam[j];
-    return from_coords(c);
-  }
-  T a_norm2(const std::vector<T>& e) const {  // eᵀAe
-    std::vector<T> Ae(n);
-    apply(e.data(), Ae.data());
-    T s = num<T>(0);
-    for (int i = 0; i < n; ++i) s += e[i] * Ae[i];
-    return s;
-  }
-};
-
-template <class T>
-Spd<T> make_spd(int n, double mu, double L, std::uint64_t seed) {
-  Spd<T> s;
-  s.n = n;
-  s.mu = num<T>(mu);
-  s.L = num<T>(L);
-  Uniform u{seed};
-  s.lam.resize(n);
-  for (int j = 0; j < n; ++j)
-    s.lam[j] = j == 0 ? s.mu : j == n - 1 ? s.L : s.mu + (s.L - s.mu) * num<T>(u.next(0.05, 0.95));
-  s.V.assign(static_cast<std::size_t>(n) * n, num<T>(0));
-  for (int i = 0; i < n; ++i) s.V[static_cast<std::size_t>(i) * n + i] = num<T>(1);
-  for (int h = 0; h < 3; ++h) {
-    std::vector<T> w(n);
-    for (auto& e : w) e = num<T>(u.next(-1, 1));
-    T ww = num<T>(0);
-    for (auto& e : w) ww += e * e;
-    for (int j = 0; j < n; ++j) {
-      T d = num<T>(0);
-      for (int i = 0; i < n; ++i) d += w[i] * s.V[static_cast<std::size_t>(i) * n + j];
-      const T f = num<T>(2) * d / ww;
-      for (int i = 0; i < n; ++i) s.V[static_cast<std::size_t>(i) * n + j] -= f * w[i];
-    }
-  }
-  s.A.assign(static_cast<std::size_t>(n) * n, num<T>(0));
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      T a = num<T>(0);
-      for (int k = 0; k < n; ++k)
-        a += s.V[static_cast<std::size_t>(i) * n + k] * s.lam[k] * s.V[static_cast<std::size_t>(j) * n + k];
-      s.A[static_cast<std::size_t>(i) * n + j] = a;
-    }
-  return s;
-}
-
-template <class T>
-std::vector<T> random_vec(int n, std::uint64_t seed) {
-  Uniform u{seed};
-  std::vector<T> x(n);
-  for (auto& e : x) e = num<T>(u.next(-1, 1));
-  return x;
 }
 
 // The same system in float64: A, q and the exact solution rounded from MPFR.
