@@ -49,16 +49,7 @@ void delta_sequence(const DeltaSequence<T>& s, std::int64_t len, int K, int V, c
     const T& b = s.beta.at(t);
     for (int j = 0; j < V; ++j) delta[j] = b * (vt[j] - u[j]);
     // Pass 2: S = S̄ + w δᵀ and o = Sᵀ q̂ in the same sweep over the state.
-    for (int i = 0; i < K; ++i) qs[i] = scale * s.q.row(t)[i];
-    T* ot = o.row(t);
-    for (int j = 0; j < V; ++j) ot[j] = zero;
-    for (int i = 0; i < K; ++i) {
-      T* Si = S + static_cast<std::ptrdiff_t>(i) * V;
-      for (int j = 0; j < V; ++j) {
-        mul_add_to(Si[j], wt[i], delta[j]);
-        mul_add_to(ot[j], qs[i], Si[j]);
-      }
-    }
+    write_and_read(S, wt, delta.data(), s.q.row(t), scale, K, V, qs, o.row(t));
   }
 }
 

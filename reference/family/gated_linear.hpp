@@ -29,6 +29,23 @@ void decay_factors(Decay kind, const SeqView<const T>& g, std::int64_t t, int K,
   }
 }
 
+// The write-then-read step shared by the delta family and Sherman–Morrison:
+// S += w δᵀ and o = Sᵀ (scale·q), in one sweep over the K×V state
+// (o_j = Σ_i q̂_i S_ij with i ascending). qs is K scratch values.
+template <class T>
+void write_and_read(T* S, const T* w, const T* delta, const T* q, const T& scale, int K, int V, std::vector<T>& qs,
+                    T* o) {
+  for (int i = 0; i < K; ++i) qs[i] = scale * q[i];
+  for (int j = 0; j < V; ++j) o[j] = from_double<T>(0.0);
+  for (int i = 0; i < K; ++i) {
+    T* Si = S + static_cast<std::ptrdiff_t>(i) * V;
+    for (int j = 0; j < V; ++j) {
+      mul_add_to(Si[j], w[i], delta[j]);
+      mul_add_to(o[j], qs[i], Si[j]);
+    }
+  }
+}
+
 // Runs one (batch, head) sequence. S is the K×V state (row-major), updated in place.
 template <class T>
 void gated_linear_sequence(Decay kind, SeqView<const T> q, SeqView<const T> k, SeqView<const T> v,

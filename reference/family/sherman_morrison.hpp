@@ -13,6 +13,7 @@
 
 #include "reference/core/scalar.hpp"
 #include "reference/core/tensor.hpp"
+#include "reference/family/gated_linear.hpp"  // write_and_read
 
 namespace ttr {
 
@@ -35,16 +36,7 @@ void sherman_morrison_sequence(SeqView<const T> q, SeqView<const T> k, SeqView<c
       for (int i = 0; i < K; ++i) mul_add_to(u, kt[i], S[static_cast<std::ptrdiff_t>(i) * V + j]);
       r[j] -= u;
     }
-    for (int i = 0; i < K; ++i) qs[i] = scale * q.row(t)[i];
-    T* ot = o.row(t);
-    for (int j = 0; j < V; ++j) ot[j] = zero;
-    for (int i = 0; i < K; ++i) {
-      T* Si = S + static_cast<std::ptrdiff_t>(i) * V;
-      for (int j = 0; j < V; ++j) {
-        mul_add_to(Si[j], kt_[i], r[j]);
-        mul_add_to(ot[j], qs[i], Si[j]);
-      }
-    }
+    write_and_read(S, kt_.data(), r.data(), q.row(t), scale, K, V, qs, o.row(t));
     // Φ −= p k̃ᵀ  (= p pᵀ / d)
     for (int i = 0; i < K; ++i) {
       const T pi = -p[i];
