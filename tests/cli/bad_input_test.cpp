@@ -23,16 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using ttr::TensorMap;
 using ttr::test::CliResult;
+using ttr::test::entries_of;
 using ttr::test::run_cli;
 using ttr::test::TempDir;
-
-std::vector<std::string> entries_of(const fs::path& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    out.push_back(it->path().filename().string());
-  return out;
-}
 
 // One test's files: inputs in in/, the --out target in out/ (empty unless the
 // command wrongly leaves something there).

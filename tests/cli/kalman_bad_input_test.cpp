@@ -18,16 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using ttr::test::CliResult;
+using ttr::test::entries_of;
 using ttr::test::run_cli;
 using ttr::test::TempDir;
-
-std::vector<std::string> entries_of(const fs::path& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    out.push_back(it->path().filename().string());
-  return out;
-}
 
 class KalmanCli : public testing::Test {
  protected:

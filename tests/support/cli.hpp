@@ -15,6 +15,10 @@ struct CliResult {
 // Runs TTRCHECK_EXE with `args` (no shell: arguments are passed verbatim).
 CliResult run_cli(const std::vector<std::string>& args);
 
+// File names directly in `dir` (empty when it does not exist): what a failed
+// command must not have left behind.
+std::vector<std::string> entries_of(const std::filesystem::path& dir);
+
 // A fresh empty directory under the system temp dir, removed on destruction.
 class TempDir {
  public:
