@@ -24,7 +24,7 @@ Command add_oracle(CLI::App& app) {
       ->check(CLI::Range(24u, 100000u));
   cmd->add_flag("--certified", o->certified, "also write an MPFI enclosure '<name>.lower'/'<name>.upper' per output");
   cmd->add_option("--form", o->form, "sequential|chunk|scan");
-  cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::PositiveNumber);
+  cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
   add_set_option(*cmd, o->sets);
   return [o]() {
     check_writable(o->out);

@@ -33,7 +33,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--out", o->out, "outputs (safetensors, in the arithmetic's dtype)")->required();
   cmd->add_option("--arith", o->arith, "bf16|fp16|fp32|fp64|mpfr:N|mpfi:N");
   cmd->add_option("--form", o->form, "sequential|chunk|scan");
-  cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::PositiveNumber);
+  cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
   add_set_option(*cmd, o->sets);
   return [o]() {
     const Arith arith = parse_arith(o->arith);
@@ -44,6 +44,8 @@ Command add_run(CLI::App& app) {
     auto meta = base_metadata("run", in.layer->spec, in.config);
     meta["form"] = form_name(form);
     meta["precision"] = arith_name(arith);
+    meta["policy"] = policy_description(arith, form != Form::sequential);
+    if (form != Form::sequential) meta["chunk_size"] = std::to_string(o->chunk_size);
     meta["working_bits"] = std::to_string(r.working_bits);
     if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;
     io::write_safetensors_atomic(o->out, to_file(r.values, dtype_for(arith.tier), std::move(meta)));

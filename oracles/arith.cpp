@@ -39,4 +39,14 @@ std::string arith_name(const Arith& a) {
   return tier_name(a.tier);
 }
 
+std::string policy_description(const Arith& a, bool parallel_form) {
+  const bool narrow16 = a.tier == Tier::bf16 || a.tier == Tier::fp16;
+  if (!parallel_form)
+    return fmt::format("every operation rounded to {}", arith_name(a));
+  if (narrow16)
+    return fmt::format("{} inputs, matrix operands and stored intermediates; fp32 compute and accumulation",
+                       tier_name(a.tier));
+  return fmt::format("every operation in {}", arith_name(a));
+}
+
 }  // namespace ttr

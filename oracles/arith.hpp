@@ -20,5 +20,10 @@ const char* tier_name(Tier);
 // "bf16", "fp16", "fp32", "fp64", "mpfr:N", "mpfi:N" (N >= 24); InputError otherwise.
 Arith parse_arith(const std::string& s);
 std::string arith_name(const Arith&);
+// What the arithmetic means for a form (docs/arithmetic-policies.md): the
+// sequential definition rounds every operation to the tier; the chunk and scan
+// forms (parallel_form) run the tier's policy — bf16/fp16 storage and operands
+// with fp32 compute. Recorded in the `policy` metadata of files we write.
+std::string policy_description(const Arith&, bool parallel_form);
 
 }  // namespace ttr

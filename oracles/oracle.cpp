@@ -24,7 +24,7 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   const LayerResult point = run_layer(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size);
   auto meta = base_metadata("oracle", layer.spec, cfg);
   meta["form"] = form_name(opt.form);
-  if (opt.form == Form::chunk) meta["chunk_size"] = std::to_string(opt.chunk_size);
+  if (opt.form != Form::sequential) meta["chunk_size"] = std::to_string(opt.chunk_size);
   meta["precision"] = fmt::format("mpfr:{}", opt.bits);
   meta["working_bits"] = std::to_string(point.working_bits);
   meta["certified"] = opt.certified ? "true" : "false";

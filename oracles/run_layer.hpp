@@ -7,6 +7,7 @@
 
 #include "oracles/config.hpp"
 #include "oracles/runner.hpp"
+#include "reference/core/policy.hpp"
 #include "reference/core/scalar.hpp"
 #include "reference/core/tensor.hpp"
 
@@ -40,6 +41,28 @@ LayerResult run_in_tier(const TensorMap<double>& in, const Config& cfg, const Ru
   return r;
 }
 
+// What a form's template parameter is, per tier. The sequential form is the
+// definition and runs every operation in the tier's scalar (bf16 tier: every
+// operation rounded to bf16). The chunk and scan forms are the kernels' algorithms
+// and run under the tier's arithmetic policy (bf16 tier: fp32 compute, bf16
+// operands and stored intermediates; reference/core/policy.hpp): their tensors
+// are in the policy's acc type and the form narrows what a kernel would.
+namespace forms {
+struct sequential {
+  template <class Tier>
+  using scalar = Tier;
+  template <class Tier>
+  using arg = Tier;
+};
+struct chunk {
+  template <class Tier>
+  using scalar = typename policy_for_t<Tier>::acc;
+  template <class Tier>
+  using arg = policy_for_t<Tier>;
+};
+struct scan : chunk {};
+}  // namespace forms
+
 }  // namespace ttr
 
 // Defines the runner of (layer, form, tier); see the generated TUs (CMake).
@@ -47,8 +70,10 @@ LayerResult run_in_tier(const TensorMap<double>& in, const Config& cfg, const Ru
   namespace ttr::runners {                                                                             \
   LayerResult layer##__##form##__##tier(const TensorMap<double>& in, const Config& cfg,                \
                                         const RunOptions& opt) {                                       \
-    return run_in_tier<tiers::tier>(in, cfg, opt,                                                      \
-                                    [](const TensorMap<tiers::tier>& i, const Config& c, const RunOptions& o, \
-                                       TensorMap<tiers::tier>& out) { layers::layer::form<tiers::tier>(i, c, o, out); }); \
+    using S = forms::form::scalar<tiers::tier>;                                                        \
+    return run_in_tier<S>(in, cfg, opt, [](const TensorMap<S>& i, const Config& c, const RunOptions& o,     \
+                                           TensorMap<S>& out) {                                            \
+      layers::layer::template form<forms::form::arg<tiers::tier>>(i, c, o, out);                            \
+    });                                                                                                    \
   }                                                                                                    \
   }

@@ -6,6 +6,7 @@
 
 #include "oracles/config.hpp"
 #include "oracles/runner.hpp"
+#include "reference/core/policy.hpp"
 #include "reference/core/scalar.hpp"
 #include "reference/core/tensor.hpp"
 #include "reference/family/l2norm.hpp"
@@ -38,6 +39,17 @@ QK<T> qk_of(const TensorMap<T>& in, const Config& cfg) {
     return {l2normalize_rows(in.at("q"), eps), l2normalize_rows(in.at("k"), eps)};
   }
   return {in.at("q"), in.at("k")};
+}
+
+// The inputs as a kernel under arithmetic policy P receives them: the activations
+// q, k, v and beta rounded to its storage format (bf16/fp16), everything else
+// (gates, initial states, parameters) in acc. Identity for exact policies.
+template <class P>
+TensorMap<typename P::acc> policy_inputs(const TensorMap<typename P::acc>& in) {
+  TensorMap<typename P::acc> out = in;
+  for (const char* name : {"q", "k", "v", "beta"})
+    if (auto it = out.find(name); it != out.end()) narrow_all<P>(it->second.data);
+  return out;
 }
 
 }  // namespace ttr::layers

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/kaczmarz_delta_rule/chunk.hpp"
 #include "reference/kaczmarz_delta_rule/sequential.hpp"
 
 namespace ttr::layers {
@@ -14,6 +15,16 @@ struct kaczmarz_delta_rule {
     kaczmarz_delta_rule_sequential(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"),
                                    from_double<T>(cfg.number("eps")), optional_input(in, "h0"),
                                    scale_of(cfg, qk.q), out["o"], out["ht"]);
+  }
+
+  template <class P>
+  static void chunk(const TensorMap<typename P::acc>& raw, const Config& cfg, const RunOptions& opt,
+                    TensorMap<typename P::acc>& out) {
+    using A = typename P::acc;
+    const TensorMap<A> in = policy_inputs<P>(raw);
+    const QK<A> qk = qk_of(in, cfg);
+    kaczmarz_delta_rule_chunk<P>(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), from_double<A>(cfg.number("eps")),
+                                 optional_input(in, "h0"), scale_of(cfg, qk.q), opt.chunk_size, out["o"], out["ht"]);
   }
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/kla_kalman/scan.hpp"
 #include "reference/kla_kalman/sequential.hpp"
 
 namespace ttr::layers {
@@ -9,11 +10,42 @@ namespace ttr::layers {
 struct kla_kalman {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const RunOptions&, TensorMap<T>& out) {
-    const KlaInputs<T> ki{in.at("q"),      in.at("k"),      in.at("v"),
-                          in.at("lambda_v"), in.at("a_bar"), in.at("p_bar"),
-                          optional_input(in, "lambda_init"), optional_input(in, "eta_init")};
     KlaOutputs<T> r;
-    kla_kalman_sequential(ki, from_double<T>(cfg.number("lambda0")), from_double<T>(cfg.number("scale")), r);
+    kla_kalman_sequential(inputs_of(in), from_double<T>(cfg.number("lambda0")), from_double<T>(cfg.number("scale")), r);
+    emit(r, out);
+  }
+
+  // Form `scan`: Möbius and affine prefix scans, one Blelloch tree over the sequence
+  // (KLA-K Cor. 1.1, 2.1; reference/kla_kalman/scan.hpp narrows under P itself).
+  template <class P>
+  static void scan(const TensorMap<typename P::acc>& in, const Config& cfg, const RunOptions&,
+                   TensorMap<typename P::acc>& out) {
+    using A = typename P::acc;
+    KlaOutputs<A> r;
+    kla_kalman_scan<P>(inputs_of(in), from_double<A>(cfg.number("lambda0")), from_double<A>(cfg.number("scale")), r);
+    emit(r, out);
+  }
+
+  // Form `chunk`: the same scans, two-level with chunks of opt.chunk_size tokens.
+  template <class P>
+  static void chunk(const TensorMap<typename P::acc>& in, const Config& cfg, const RunOptions& opt,
+                    TensorMap<typename P::acc>& out) {
+    using A = typename P::acc;
+    KlaOutputs<A> r;
+    kla_kalman_chunk<P>(inputs_of(in), from_double<A>(cfg.number("lambda0")), from_double<A>(cfg.number("scale")),
+                        opt.chunk_size, r);
+    emit(r, out);
+  }
+
+ private:
+  template <class T>
+  static KlaInputs<T> inputs_of(const TensorMap<T>& in) {
+    return {in.at("q"),     in.at("k"),     in.at("v"),
+            in.at("lambda_v"), in.at("a_bar"), in.at("p_bar"),
+            optional_input(in, "lambda_init"), optional_input(in, "eta_init")};
+  }
+  template <class T>
+  static void emit(KlaOutputs<T>& r, TensorMap<T>& out) {
     out["o"] = std::move(r.o);
     out["o_var"] = std::move(r.o_var);
     out["lambda_T"] = std::move(r.lambda_T);

@@ -4,6 +4,7 @@
 
 #include "oracles/layers/adapter.hpp"
 #include "oracles/layers/precond_common.hpp"
+#include "reference/precond_kda/chunk.hpp"
 #include "reference/precond_kda/sequential.hpp"
 
 namespace ttr::layers {
@@ -16,6 +17,19 @@ struct precond_kda {
     precond_kda_sequential(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), in.at("g_atk"), in.at("beta_atk"),
                     p.center, optional_input(in, "h0"), optional_input(in, "initial_A_state"), p.log_x, p.eps,
                     scale_of(cfg, qk.q), out["o"], out["ht"], out["final_A_state"]);
+  }
+
+  template <class P>
+  static void chunk(const TensorMap<typename P::acc>& raw, const Config& cfg, const RunOptions& opt,
+                    TensorMap<typename P::acc>& out) {
+    using A = typename P::acc;
+    const TensorMap<A> in = policy_inputs<P>(raw);
+    const QK<A> qk = qk_of(in, cfg);
+    const PrecondArgs<A> p = precond_args(in, cfg, qk.k);
+    precond_delta_chunk<P>(Decay::per_key, qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), in.at("g_atk"),
+                           in.at("beta_atk"), p.center, optional_input(in, "h0"), optional_input(in, "initial_A_state"),
+                           p.log_x, p.eps, scale_of(cfg, qk.q), opt.chunk_size, out["o"], out["ht"],
+                           out["final_A_state"]);
   }
 };
 

@@ -2,6 +2,8 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/simple_gla/chunk.hpp"
+#include "reference/simple_gla/scan.hpp"
 #include "reference/simple_gla/sequential.hpp"
 
 namespace ttr::layers {
@@ -10,6 +12,24 @@ struct simple_gla {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const RunOptions&, TensorMap<T>& out) {
     simple_gla_sequential(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"), scale_of(cfg, in.at("q")), out["o"], out["ht"]);
+  }
+
+  // Form `scan`: prefix scan over the affine pairs (reference/family/gated_linear_scan.hpp,
+  // which narrows the inputs and stored compositions itself under P).
+  template <class P>
+  static void scan(const TensorMap<typename P::acc>& in, const Config& cfg, const RunOptions&,
+                   TensorMap<typename P::acc>& out) {
+    simple_gla_scan<P>(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"),
+                       scale_of(cfg, in.at("q")), out["o"], out["ht"]);
+  }
+
+  template <class P>
+  static void chunk(const TensorMap<typename P::acc>& raw, const Config& cfg, const RunOptions& opt,
+                    TensorMap<typename P::acc>& out) {
+    using A = typename P::acc;
+    const TensorMap<A> in = policy_inputs<P>(raw);
+    simple_gla_chunk<P>(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"),
+                        scale_of(cfg, in.at("q")), opt.chunk_size, out["o"], out["ht"]);
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "oracles/oracle.hpp"
 #include "oracles/registry.hpp"
+#include "oracles/run_layer.hpp"  // forms::<form>::arg: the policy a form runs under
 // Every layer adapter (generated from layers.def), instantiated for mpfr_real in this one TU.
 #include "oracles/all_layers.hpp"
 
@@ -14,17 +15,22 @@ namespace {
 
 using MpfrRun = void (*)(const TensorMap<mpfr_real>&, const Config&, const RunOptions&, TensorMap<mpfr_real>&);
 
-template <class Layer>
-void run_sequential(const TensorMap<mpfr_real>& in, const Config& cfg, const RunOptions& opt,
-                    TensorMap<mpfr_real>& out) {
-  Layer::template sequential<mpfr_real>(in, cfg, opt, out);
-}
-
-// Every layer with a sequential form, from layers.def.
-const std::map<std::string, MpfrRun>& adapters() {
-  static const std::map<std::string, MpfrRun> m = {
+// Every (layer, form) of layers.def, instantiated for MPFR (the chunk and scan
+// forms under the exact MPFR policy).
 #define TTR_LAYER(layer)
-#define TTR_LAYER_FORM(layer, form) {#layer, &run_sequential<layers::layer>},
+#define TTR_LAYER_FORM(layer, form)                                                                      \
+  void run_##layer##__##form(const TensorMap<mpfr_real>& in, const Config& cfg, const RunOptions& opt,    \
+                             TensorMap<mpfr_real>& out) {                                                 \
+    layers::layer::template form<forms::form::arg<mpfr_real>>(in, cfg, opt, out);                        \
+  }
+#include "oracles/layers/layers.def"
+#undef TTR_LAYER_FORM
+#undef TTR_LAYER
+
+const std::map<std::pair<std::string, std::string>, MpfrRun>& adapters() {
+  static const std::map<std::pair<std::string, std::string>, MpfrRun> m = {
+#define TTR_LAYER(layer)
+#define TTR_LAYER_FORM(layer, form) {{#layer, #form}, &run_##layer##__##form},
 #include "oracles/layers/layers.def"
 #undef TTR_LAYER_FORM
 #undef TTR_LAYER
@@ -62,16 +68,32 @@ Config config_from_metadata(const std::string& layer, const std::map<std::string
 const std::vector<std::string>& mpfr_layer_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
-    for (const auto& [name, _] : adapters()) n.push_back(name);
+    for (const auto& [key, _] : adapters())
+      if (key.second == "sequential") n.push_back(key.first);
     return n;
   }();
   return names;
 }
 
+const std::vector<std::pair<std::string, std::string>>& mpfr_parallel_forms() {
+  static const std::vector<std::pair<std::string, std::string>> forms = [] {
+    std::vector<std::pair<std::string, std::string>> f;
+    for (const auto& [key, _] : adapters())
+      if (key.second != "sequential") f.push_back(key);
+    return f;
+  }();
+  return forms;
+}
+
 TensorMap<mpfr_real> mpfr_sequential(const std::string& layer, const TensorMap<double>& inputs, const Config& cfg,
                                      unsigned bits) {
-  const auto it = adapters().find(layer);
-  if (it == adapters().end()) throw std::runtime_error("no sequential MPFR adapter for layer " + layer);
+  return mpfr_form(layer, "sequential", inputs, cfg, bits, 64);
+}
+
+TensorMap<mpfr_real> mpfr_form(const std::string& layer, const std::string& form, const TensorMap<double>& inputs,
+                               const Config& cfg, unsigned bits, int chunk_size) {
+  const auto it = adapters().find({layer, form});
+  if (it == adapters().end()) throw std::runtime_error("no " + form + " MPFR adapter for layer " + layer);
   // The thread's default precision is restored on return: other tests in this
   // binary may rely on it.
   struct Restore {
@@ -88,6 +110,7 @@ TensorMap<mpfr_real> mpfr_sequential(const std::string& layer, const TensorMap<d
   }
   RunOptions opt;
   opt.bits = bits;
+  opt.chunk_size = chunk_size;
   it->second(in, cfg, opt, out);
   return out;
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oracles/config.hpp"
@@ -45,5 +46,14 @@ const std::vector<std::string>& mpfr_layer_names();
 // default MPFR precision is left as it was.
 TensorMap<mpfr_real> mpfr_sequential(const std::string& layer, const TensorMap<double>& inputs, const Config& cfg,
                                      unsigned bits);
+
+// Every (layer, form) pair of layers.def other than the sequential forms: the
+// chunk and scan forms whose equivalence with the definition the tests prove.
+const std::vector<std::pair<std::string, std::string>>& mpfr_parallel_forms();
+
+// Runs any form of `layer` in MPFR at `bits` (chunk and scan forms under the exact
+// MPFR policy, chunk size `chunk_size`); as mpfr_sequential otherwise.
+TensorMap<mpfr_real> mpfr_form(const std::string& layer, const std::string& form, const TensorMap<double>& inputs,
+                               const Config& cfg, unsigned bits, int chunk_size);
 
 }  // namespace ttr::test

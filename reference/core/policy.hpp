@@ -1,0 +1,85 @@
+// Arithmetic policies of the chunk and scan forms: what a GPU kernel computes in
+// and what it stores in.
+//
+// A tensor-core kernel does not run in one precision. Its matrix-product
+// operands are 16-bit (bf16/fp16), the products accumulate in fp32, elementwise
+// work (gates, exponentials, the triangular solve) runs in fp32, and a few
+// intermediates are written to memory in the 16-bit type (flash-linear-attention
+// stores the inverted UT matrix, W, U, the per-chunk states and v_new as
+// k.dtype). A policy names the two types:
+//
+//   acc      — the scalar every operation is computed in (fp32 for bf16/fp16)
+//   narrow() — rounds an acc value to the storage/operand format; applied to the
+//              inputs, to every matrix-product operand and to each intermediate a
+//              kernel stores in 16 bits. Identity when there is no narrower type.
+//
+// Tiers map to policies (policy_for<Tier>): fp32 → fp32/fp32, fp64 → fp64/fp64,
+// bf16 → fp32 acc + bf16 storage, fp16 → fp32 acc + fp16 storage, MPFR/MPFI →
+// exact-in-tier (no narrowing). Which intermediates each form narrows is stated
+// in the form's header and in docs/arithmetic-policies.md.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "reference/core/scalar.hpp"
+
+namespace ttr {
+
+// Rounds a float to bfloat16 (RNE) by bit manipulation: the hot path of the bf16
+// policy. Same result as BF16Format::round for every float (NaN stays NaN;
+// overflow past bf16's largest finite value gives ±inf by carrying into the
+// exponent, as RNE requires).
+inline float round_float_to_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u) return x;  // inf or NaN
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  u &= 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+// acc == storage: nothing to narrow.
+template <class Acc>
+struct ExactPolicy {
+  using acc = Acc;
+  static constexpr bool narrows = false;
+  static const Acc& narrow(const Acc& x) { return x; }
+  static std::string name() { return scalar_traits<Acc>::name(); }
+};
+
+// fp32 compute, 16-bit storage and matrix operands.
+template <class Format>
+struct Mixed16Policy {
+  using acc = float;
+  static constexpr bool narrows = true;
+  static float narrow(float x) {
+    if constexpr (std::is_same_v<Format, BF16Format>) return round_float_to_bf16(x);
+    else return static_cast<float>(Format::round(x));
+  }
+  static std::string name() { return scalar_traits<Float16<Format>>::name() + "-fp32acc"; }
+};
+
+template <class Tier>
+struct policy_for {
+  using type = ExactPolicy<Tier>;
+};
+template <class F>
+struct policy_for<Float16<F>> {
+  using type = Mixed16Policy<F>;
+};
+template <class Tier>
+using policy_for_t = typename policy_for<Tier>::type;
+
+// Rounds every element of a buffer to the policy's storage format.
+template <class P, class Range>
+void narrow_all(Range& xs) {
+  if constexpr (P::narrows)
+    for (auto& x : xs) x = P::narrow(x);
+}
+
+}  // namespace ttr
