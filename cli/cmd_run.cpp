@@ -4,6 +4,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "oracles/error.hpp"
+#include "oracles/mutants.hpp"
 #include "oracles/oracle.hpp"
 
 namespace ttr::cli {
@@ -22,7 +24,7 @@ io::DType dtype_for(Tier t) {
 
 Command add_run(CLI::App& app) {
   struct Opts {
-    std::string layer, in, out, arith = "fp32", form = "sequential";
+    std::string layer, in, out, arith = "fp32", form = "sequential", mutant = "none";
     int chunk_size = 64;
     std::vector<std::string> sets;
   };
@@ -34,19 +36,31 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--arith", o->arith, "bf16|fp16|fp32|fp64|mpfr:N|mpfi:N");
   cmd->add_option("--form", o->form, "sequential|chunk|scan");
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--mutant", o->mutant, "inject a catalogued bug into the chunk/scan form (`ttrcheck mutants`)");
   add_set_option(*cmd, o->sets);
   return [o]() {
     const Arith arith = parse_arith(o->arith);
     const Form form = parse_form(o->form);
+    // The sequential forms are the oracle's definitions: no mutant reaches them.
+    const Mutant mutant = parse_mutant(o->mutant);
+    if (mutant != Mutant::none && form == Form::sequential)
+      throw InputError(fmt::format("--mutant {}: the sequential form is never mutated (use --form chunk|scan)", o->mutant));
     check_writable(o->out);
     const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
-    const LayerResult r = run_layer(*in.layer, form, arith, in.inputs.tensors, in.config, o->chunk_size);
+    if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form))
+      fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {}: the output is unmutated\n",
+                 o->mutant, in.layer->spec.name, form_name(form));
+    const LayerResult r = [&] {
+      const MutantScope scope(mutant);
+      return run_layer(*in.layer, form, arith, in.inputs.tensors, in.config, o->chunk_size);
+    }();
     auto meta = base_metadata("run", in.layer->spec, in.config);
     meta["form"] = form_name(form);
     meta["precision"] = arith_name(arith);
     meta["policy"] = policy_description(arith, form != Form::sequential);
     if (form != Form::sequential) meta["chunk_size"] = std::to_string(o->chunk_size);
     meta["working_bits"] = std::to_string(r.working_bits);
+    if (mutant != Mutant::none) meta["mutant"] = o->mutant;
     if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;
     io::write_safetensors_atomic(o->out, to_file(r.values, dtype_for(arith.tier), std::move(meta)));
     return 0;

@@ -15,5 +15,9 @@ Command add_oracle(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_vectors(CLI::App& app);
 Command add_demo(CLI::App& app);
+Command add_mutants(CLI::App& app);
+Command add_check(CLI::App& app);
+Command add_baseline(CLI::App& app);
+Command add_gate(CLI::App& app);
 
 }  // namespace ttr::cli

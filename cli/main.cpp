@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   reg(ttr::cli::add_run);
   reg(ttr::cli::add_vectors);
   reg(ttr::cli::add_demo);
+  reg(ttr::cli::add_mutants);
+  reg(ttr::cli::add_check);
+  reg(ttr::cli::add_baseline);
+  reg(ttr::cli::add_gate);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -17,7 +17,8 @@ namespace runners {
   LayerResult layer##__##form##__bf16(const TensorMap<double>&, const Config&, const RunOptions&);  \
   LayerResult layer##__##form##__fp16(const TensorMap<double>&, const Config&, const RunOptions&);  \
   LayerResult layer##__##form##__mpfr(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__mpfi(const TensorMap<double>&, const Config&, const RunOptions&);
+  LayerResult layer##__##form##__mpfi(const TensorMap<double>&, const Config&, const RunOptions&);  \
+  LayerResult layer##__##form##__mca(const TensorMap<double>&, const Config&, const RunOptions&);
 #include "oracles/layers/layers.def"
 #undef TTR_LAYER_FORM
 #undef TTR_LAYER
@@ -54,7 +55,8 @@ std::vector<LayerEntry> build() {
                                              &runners::layer##__##form##__bf16,                             \
                                              &runners::layer##__##form##__fp16,                             \
                                              &runners::layer##__##form##__mpfr,                             \
-                                             &runners::layer##__##form##__mpfi};
+                                             &runners::layer##__##form##__mpfi,                             \
+                                             &runners::layer##__##form##__mca};
 #include "oracles/layers/layers.def"
 #undef TTR_LAYER
 #undef TTR_LAYER_FORM

@@ -11,7 +11,7 @@
 
 namespace ttr {
 
-inline constexpr std::size_t kTierCount = 6;
+inline constexpr std::size_t kTierCount = 7;
 
 struct LayerEntry {
   LayerSpec spec;

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "reference/core/matrix.hpp"
+#include "reference/core/mutant.hpp"
 #include "reference/core/policy.hpp"
 #include "reference/core/tensor.hpp"
 #include "reference/family/gated_linear.hpp"  // Decay
@@ -40,10 +41,23 @@ void cumulative_gates(Decay kind, const SeqView<const A>& g, std::int64_t t0, in
   const int width = kind == Decay::per_key ? K : 1;
   b.assign(c, width, from_double<A>(0.0));
   if (kind == Decay::none) return;
+  const auto gate = [&](std::int64_t t, int d) -> const A& { return kind == Decay::per_key ? g.row(t)[d] : g.at(t); };
   for (int t = 0; t < c; ++t)
     for (int d = 0; d < width; ++d) {
-      const A& gt = kind == Decay::per_key ? g.row(t0 + t)[d] : g.at(t0 + t);
+      const A& gt = gate(t0 + t, d);
       b(t, d) = t == 0 ? gt : b(t - 1, d) + gt;
+    }
+  // mutant gate-cumsum-not-reset: a kernel that calls a global cumsum where a
+  // chunk-local one is meant (FLA has both, chunk_local_cumsum and
+  // chunk_global_cumsum) starts every chunk's b from the sum of all earlier gates:
+  // the differences b_t − b_s inside the chunk are unchanged, but e^{b_t} (queries
+  // and keys reading S_0) and e^{b_last} (the state decay) decay S_0 again by
+  // everything before the chunk.
+  if (mutated(Mutant::gate_cumsum_not_reset) && t0 > 0)
+    for (int d = 0; d < width; ++d) {
+      A carry = from_double<A>(0.0);
+      for (std::int64_t s = 0; s < t0; ++s) carry += gate(s, d);
+      for (int t = 0; t < c; ++t) b(t, d) += carry;
     }
 }
 
@@ -55,17 +69,82 @@ A decay_between(const Matrix<A>& b, int t, int s, int d) {
   return exp(b(t, col) - b(s, col));
 }
 
+// The matrix products of the chunk forms under policy P: C = X Y, X Yᵀ or Xᵀ Y
+// (C += … when accumulate) of operand-format matrices, accumulated in acc (fp32
+// under the 16-bit policies, as a tensor-core MMA accumulates).
+//
+// mutant accumulate-in-16bit: the accumulator itself is 16-bit — every partial
+// sum is rounded to the storage format (bf16/fp16), in order of the reduction
+// index, and a product accumulated onto C (C += …: the output's inter- plus
+// intra-chunk parts, the running state's update) continues in 16 bits. That is
+// what a kernel computes whose accumulator tile is declared k.dtype instead of
+// fp32 (`b_h = tl.zeros(..., dtype=k.dtype)`, `tl.dot(..., out_dtype=tl.float16)`,
+// fp16 HMMA with an f16 accumulator): errors grow with the reduction length (K, C)
+// instead of staying at one rounding per stored result. Only the 16-bit policies
+// have a narrower format; under the exact policies the products are unchanged.
+namespace chunk_detail {
+template <class P, class AOp, class BOp>
+void product_in_storage_format(int m, int n, int depth, AOp a, BOp b, Matrix<typename P::acc>& C, bool accumulate) {
+  using A = typename P::acc;
+  if (!accumulate) C.assign(m, n, from_double<A>(0.0));
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      A s = P::narrow(C(i, j));
+      for (int p = 0; p < depth; ++p) s = P::narrow(s + a(i, p) * b(p, j));
+      C(i, j) = s;
+    }
+}
+template <class P>
+bool accumulates_in_16bit() {
+  if constexpr (P::narrows) return mutated(Mutant::accumulate_in_16bit);
+  return false;
+}
+}  // namespace chunk_detail
+
+template <class P>
+void chunk_gemm_nn(const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y, Matrix<typename P::acc>& C,
+                   bool accumulate = false) {
+  if constexpr (P::narrows)
+    if (mutated(Mutant::accumulate_in_16bit))
+      return chunk_detail::product_in_storage_format<P>(
+          X.rows, Y.cols, X.cols, [&](int i, int p) { return X(i, p); }, [&](int p, int j) { return Y(p, j); }, C,
+          accumulate);
+  gemm_nn(X, Y, C, accumulate);
+}
+template <class P>
+void chunk_gemm_nt(const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y, Matrix<typename P::acc>& C,
+                   bool accumulate = false) {
+  if constexpr (P::narrows)
+    if (mutated(Mutant::accumulate_in_16bit))
+      return chunk_detail::product_in_storage_format<P>(
+          X.rows, Y.rows, X.cols, [&](int i, int p) { return X(i, p); }, [&](int p, int j) { return Y(j, p); }, C,
+          accumulate);
+  gemm_nt(X, Y, C, accumulate);
+}
+template <class P>
+void chunk_gemm_tn(const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y, Matrix<typename P::acc>& C,
+                   bool accumulate = false) {
+  if constexpr (P::narrows)
+    if (mutated(Mutant::accumulate_in_16bit))
+      return chunk_detail::product_in_storage_format<P>(
+          X.cols, Y.cols, X.rows, [&](int i, int p) { return X(p, i); }, [&](int p, int j) { return Y(p, j); }, C,
+          accumulate);
+  gemm_tn(X, Y, C, accumulate);
+}
+
 // out_{ts} = Σ_d X_{td} Y_{sd} e^{b_{td} − b_{sd}} for s < t (strict) or s ≤ t,
-// zero above. X, Y are operand-format matrices (c×K); products accumulate in acc.
+// zero above. X, Y are operand-format matrices (c×K); products accumulate in acc
+// (in 16 bits under mutant accumulate-in-16bit, as chunk_gemm_nn).
 // Scalar gates: one matrix product, then the elementwise decay mask. Per-key gates
 // cannot be factored without e^{+b}, so the sum is formed pair by pair.
-template <class A>
-void masked_decayed_products(Decay kind, const Matrix<A>& X, const Matrix<A>& Y, const Matrix<A>& b, bool strict,
-                             Matrix<A>& out) {
+template <class P>
+void masked_decayed_products(Decay kind, const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y,
+                             const Matrix<typename P::acc>& b, bool strict, Matrix<typename P::acc>& out) {
+  using A = typename P::acc;
   const int c = X.rows, K = X.cols;
   const A zero = from_double<A>(0.0);
   if (kind != Decay::per_key) {
-    gemm_nt(X, Y, out);
+    chunk_gemm_nt<P>(X, Y, out);
     for (int t = 0; t < c; ++t)
       for (int s = 0; s < c; ++s) {
         if (s > t || (strict && s == t)) out(t, s) = zero;
@@ -73,11 +152,15 @@ void masked_decayed_products(Decay kind, const Matrix<A>& X, const Matrix<A>& Y,
       }
     return;
   }
+  const bool acc16 = chunk_detail::accumulates_in_16bit<P>();
   out.assign(c, c, zero);
   for (int t = 0; t < c; ++t)
     for (int s = 0; s <= (strict ? t - 1 : t); ++s) {
       A acc = zero;
-      for (int d = 0; d < K; ++d) mul_add_to(acc, X(t, d) * Y(s, d), decay_between(b, t, s, d));
+      if (acc16)
+        for (int d = 0; d < K; ++d) acc = P::narrow(acc + X(t, d) * Y(s, d) * decay_between(b, t, s, d));
+      else
+        for (int d = 0; d < K; ++d) mul_add_to(acc, X(t, d) * Y(s, d), decay_between(b, t, s, d));
       out(t, s) = acc;
     }
 }
@@ -123,8 +206,13 @@ void state_operand(const typename P::acc* S, int K, int V, Matrix<typename P::ac
 template <class P>
 void scatter_output(const Matrix<typename P::acc>& O, const typename P::acc& scale, std::int64_t t0,
                     const SeqView<typename P::acc>& o) {
+  typename P::acc s = scale;
+  // mutant scale-applied-twice: the caller already folded `scale` into q (as
+  // model code often does before calling the op) and the kernel applies its
+  // default scale again: o carries scale².
+  if (mutated(Mutant::scale_applied_twice)) s *= scale;
   for (int t = 0; t < O.rows; ++t)
-    for (int j = 0; j < O.cols; ++j) o.row(t0 + t)[j] = P::narrow(scale * O(t, j));
+    for (int j = 0; j < O.cols; ++j) o.row(t0 + t)[j] = P::narrow(s * O(t, j));
 }
 
 }  // namespace ttr

@@ -51,9 +51,27 @@ void delta_chunk_sequence(const DeltaSequence<typename P::acc>& s, std::int64_t 
                           DeltaChunkWork<P>& w) {
   using A = typename P::acc;
   const A zero = from_double<A>(0.0), one = from_double<A>(1.0);
-  w.state.assign(K, V, zero);
-  std::copy(S, S + static_cast<std::ptrdiff_t>(K) * V, w.state.a.begin());
-  for (std::int64_t t0 = 0; t0 < len; t0 += chunk) {
+  // mutant state-leaks-across-heads: a persistent kernel that does not reset its
+  // state registers between work items starts this (batch, head) from the final
+  // state of the one it ran before (the workspace still holds it) instead of h0.
+  const bool leak = mutated(Mutant::state_leaks_across_heads) && w.state.rows == K && w.state.cols == V;
+  if (!leak) {
+    w.state.assign(K, V, zero);
+    // mutant h0-ignored: the kernel never loads initial_state (the USE_INITIAL_STATE
+    // branch is dead) and starts from zero.
+    if (!mutated(Mutant::h0_ignored)) std::copy(S, S + static_cast<std::ptrdiff_t>(K) * V, w.state.a.begin());
+  }
+  // mutant last-partial-chunk-dropped: a launch grid of T / C chunks (floor, not
+  // ceil) skips the last partial chunk: its outputs stay 0 and ht misses it.
+  const std::int64_t end = mutated(Mutant::last_partial_chunk_dropped) ? len - len % chunk : len;
+  // mutant ut-beta-dropped: A built as tril(K Wᵀ ⊙ Γ, −1) without the Diag(β) row
+  // scaling (β applied to the right-hand sides only, as if it were part of V).
+  const bool beta_in_a = !mutated(Mutant::ut_beta_dropped);
+  // mutant causal-mask-strict: the output's score mask reuses the UT matrix's
+  // strict mask (s < t): no token reads its own write δ_t.
+  const bool strict_scores = mutated(Mutant::causal_mask_strict);
+  const bool decay_after = mutated(Mutant::decay_after_update);
+  for (std::int64_t t0 = 0; t0 < end; t0 += chunk) {
     const int c = static_cast<int>(std::min<std::int64_t>(chunk, len - t0));
     gather_rows<P>(s.q, t0, c, K, w.q);
     gather_rows<P>(s.k, t0, c, K, w.k);
@@ -61,8 +79,8 @@ void delta_chunk_sequence(const DeltaSequence<typename P::acc>& s, std::int64_t 
     gather_rows<P>(s.v, t0, c, V, w.v);
     cumulative_gates(s.decay, s.g, t0, c, K, w.b);
     // A = tril(Diag(β) [K Wᵀ ⊙ Γ], −1) and the UT inverse (I + A)⁻¹.
-    masked_decayed_products(s.decay, w.k, w.w, w.b, true, w.a);
-    for (int t = 0; t < c; ++t) {
+    masked_decayed_products<P>(s.decay, w.k, w.w, w.b, true, w.a);
+    for (int t = 0; t < c && beta_in_a; ++t) {
       const A bt = P::narrow(s.beta.at(t0 + t));
       for (int j = 0; j < t; ++j) w.a(t, j) *= bt;
     }
@@ -78,25 +96,29 @@ void delta_chunk_sequence(const DeltaSequence<typename P::acc>& s, std::int64_t 
       for (int d = 0; d < K; ++d) w.bk(t, d) = P::narrow(bt * w.bk(t, d));
       for (int j = 0; j < V; ++j) w.bv(t, j) = P::narrow(bt * w.bv(t, j));
     }
-    gemm_nn(w.t_inv, w.bk, w.wy);
-    gemm_nn(w.t_inv, w.bv, w.u);
+    chunk_gemm_nn<P>(w.t_inv, w.bk, w.wy);
+    chunk_gemm_nn<P>(w.t_inv, w.bv, w.u);
     narrow_all<P>(w.wy.a);
     narrow_all<P>(w.u.a);
     // Δ = U − W S_0: the chunk's residuals, each token's δ_t.
     state_operand<P>(w.state.a.data(), K, V, w.s0);
-    gemm_nn(w.wy, w.s0, w.delta);
+    chunk_gemm_nn<P>(w.wy, w.s0, w.delta);
     for (std::size_t i = 0; i < w.delta.a.size(); ++i) w.delta.a[i] = P::narrow(w.u.a[i] - w.delta.a[i]);
     // O = (Q ⊙ e^{b}) S_0 + [Q wᵀ ⊙ Γ]_{s ≤ t} Δ.
     decay_rows<P>(s.decay, w.q, w.b, false, w.qd);
-    gemm_nn(w.qd, w.s0, w.o);
-    masked_decayed_products(s.decay, w.q, w.w, w.b, false, w.scores);
+    chunk_gemm_nn<P>(w.qd, w.s0, w.o);
+    masked_decayed_products<P>(s.decay, w.q, w.w, w.b, strict_scores, w.scores);
     narrow_all<P>(w.scores.a);
-    gemm_nn(w.scores, w.delta, w.o, true);
+    chunk_gemm_nn<P>(w.scores, w.delta, w.o, true);
     scatter_output<P>(w.o, scale, t0, o);
     // S_end = Diag(e^{b_last}) S_0 + (w ⊙ e^{b_last − b})ᵀ Δ.
-    decay_state(s.decay, w.b, w.state.a.data(), K, V);
+    if (!decay_after) decay_state(s.decay, w.b, w.state.a.data(), K, V);
     decay_rows<P>(s.decay, w.w, w.b, true, w.wd);
-    gemm_tn(w.wd, w.delta, w.state, true);
+    chunk_gemm_tn<P>(w.wd, w.delta, w.state, true);
+    // mutant decay-after-update: `h += wᵀΔ` before `h *= exp(g_last)` (the two lines
+    // of chunk_gated_delta_rule_fwd_h swapped): the chunk's own update, already
+    // decayed to the chunk end, is decayed by the whole chunk once more.
+    if (decay_after) decay_state(s.decay, w.b, w.state.a.data(), K, V);
   }
   std::copy(w.state.a.begin(), w.state.a.end(), S);
 }

@@ -35,9 +35,24 @@ void gated_linear_chunk_sequence(Decay kind, SeqView<const typename P::acc> q, S
                                  int K, int V, const typename P::acc& scale, int chunk, typename P::acc* S,
                                  SeqView<typename P::acc> o, GatedLinearChunkWork<P>& w) {
   using A = typename P::acc;
-  w.state.assign(K, V, from_double<A>(0.0));
-  std::copy(S, S + static_cast<std::ptrdiff_t>(K) * V, w.state.a.begin());
-  for (std::int64_t t0 = 0; t0 < len; t0 += chunk) {
+  // mutant state-leaks-across-heads: a persistent kernel that does not reset its
+  // state registers between work items starts this (batch, head) from the final
+  // state of the one it ran before (the workspace still holds it) instead of h0.
+  const bool leak = mutated(Mutant::state_leaks_across_heads) && w.state.rows == K && w.state.cols == V;
+  if (!leak) {
+    w.state.assign(K, V, from_double<A>(0.0));
+    // mutant h0-ignored: the kernel never loads initial_state (the USE_INITIAL_STATE
+    // branch is dead) and starts from zero.
+    if (!mutated(Mutant::h0_ignored)) std::copy(S, S + static_cast<std::ptrdiff_t>(K) * V, w.state.a.begin());
+  }
+  // mutant last-partial-chunk-dropped: a launch grid of T / C chunks (floor, not
+  // ceil) skips the last partial chunk: its outputs stay 0 and ht misses it.
+  const std::int64_t end = mutated(Mutant::last_partial_chunk_dropped) ? len - len % chunk : len;
+  // mutant causal-mask-strict: the intra-chunk score mask drops the diagonal
+  // (s < t, the UT matrix's mask), so no token reads its own write.
+  const bool strict = mutated(Mutant::causal_mask_strict);
+  const bool decay_after = mutated(Mutant::decay_after_update);
+  for (std::int64_t t0 = 0; t0 < end; t0 += chunk) {
     const int c = static_cast<int>(std::min<std::int64_t>(chunk, len - t0));
     gather_rows<P>(q, t0, c, K, w.q);
     gather_rows<P>(k, t0, c, K, w.k);
@@ -46,16 +61,20 @@ void gated_linear_chunk_sequence(Decay kind, SeqView<const typename P::acc> q, S
     // Inter-chunk: the queries read the decayed chunk-initial state.
     decay_rows<P>(kind, w.q, w.b, false, w.qd);
     state_operand<P>(w.state.a.data(), K, V, w.s0);
-    gemm_nn(w.qd, w.s0, w.o);
+    chunk_gemm_nn<P>(w.qd, w.s0, w.o);
     // Intra-chunk: causal, decayed attention scores (s ≤ t) times V.
-    masked_decayed_products(kind, w.q, w.k, w.b, false, w.scores);
+    masked_decayed_products<P>(kind, w.q, w.k, w.b, strict, w.scores);
     narrow_all<P>(w.scores.a);
-    gemm_nn(w.scores, w.v, w.o, true);
+    chunk_gemm_nn<P>(w.scores, w.v, w.o, true);
     scatter_output<P>(w.o, scale, t0, o);
     // State passing to the next chunk.
-    decay_state(kind, w.b, w.state.a.data(), K, V);
+    if (!decay_after) decay_state(kind, w.b, w.state.a.data(), K, V);
     decay_rows<P>(kind, w.k, w.b, true, w.kd);
-    gemm_tn(w.kd, w.v, w.state, true);
+    chunk_gemm_tn<P>(w.kd, w.v, w.state, true);
+    // mutant decay-after-update: `h += kᵀv` before `h *= exp(g_last)` (the two lines
+    // of the state-passing kernel swapped): the chunk's own contribution, already
+    // decayed to the chunk end, is decayed by the whole chunk once more.
+    if (decay_after) decay_state(kind, w.b, w.state.a.data(), K, V);
   }
   std::copy(w.state.a.begin(), w.state.a.end(), S);
 }

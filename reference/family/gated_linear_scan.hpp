@@ -30,6 +30,7 @@
 #include <span>
 #include <vector>
 
+#include "reference/core/mutant.hpp"
 #include "reference/core/policy.hpp"
 #include "reference/core/scalar.hpp"
 #include "reference/core/tensor.hpp"
@@ -130,22 +131,36 @@ void gated_linear_scan_sequence(Decay kind, SeqView<const typename P::acc> q, Se
   }
   prefix_scan(steps, plan, w.identity, compose_affine<A>, StoreAffine<P>{}, w.scan);
 
+  // mutant h0-ignored: the kernel never applies initial_state to its prefixes and
+  // reads S_t = B_{1:t} as if S_0 were 0.
+  const bool use_h0 = has_h0 && !mutated(Mutant::h0_ignored);
+  // mutant scale-applied-twice: the caller already folded `scale` into q and the
+  // kernel applies its default scale again: o carries scale².
+  A qscale = scale;
+  if (mutated(Mutant::scale_applied_twice)) qscale *= scale;
+  // mutant accumulate-in-16bit: the readout's running sum over i is held in the
+  // storage format (a bf16/fp16 accumulator) instead of fp32.
+  bool acc16 = false;
+  if constexpr (P::narrows) acc16 = mutated(Mutant::accumulate_in_16bit);
   // S_t = Diag(D_{1:t}) S_0 + B_{1:t};  o_t,j = Σ_i (scale q_t,i) S_t,ij, i ascending.
   const auto state_entry = [&](const DiagonalAffine<A>& e, int i, int j) -> const A& {
     const std::size_t ij = static_cast<std::size_t>(i) * V + j;
     w.s = e.B[ij];
-    if (has_h0) mul_add_to(w.s, e.A[i], S[ij]);
+    if (use_h0) mul_add_to(w.s, e.A[i], S[ij]);
     return w.s;
   };
   for (std::int64_t t = 0; t < len; ++t) {
     A* ot = o.row(t);
     for (int i = 0; i < K; ++i) {
-      w.qs[i] = scale;
+      w.qs[i] = qscale;
       scale_by(w.qs[i], q.row(t)[i]);
     }
     for (int j = 0; j < V; ++j) ot[j] = zero;
-    for (int i = 0; i < K; ++i)
+    for (int i = 0; i < K; ++i) {
       for (int j = 0; j < V; ++j) mul_add_to(ot[j], w.qs[i], state_entry(steps[t], i, j));
+      if (acc16)
+        for (int j = 0; j < V; ++j) ot[j] = P::narrow(ot[j]);
+    }
     for (int j = 0; j < V; ++j) ot[j] = P::narrow(ot[j]);
   }
   if (len > 0) {

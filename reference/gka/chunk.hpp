@@ -49,7 +49,9 @@
 #include <vector>
 
 #include "reference/core/matrix.hpp"
+#include "reference/core/mutant.hpp"
 #include "reference/core/policy.hpp"
+#include "reference/family/chunk_common.hpp"  // chunk_gemm_*: the products under P
 #include "reference/gka/sequential.hpp"
 
 namespace ttr {
@@ -126,13 +128,13 @@ void gka_chunk_fro_norms(const Matrix<typename P::acc>& H0, const Matrix<typenam
   fro.resize(static_cast<std::size_t>(n));
   const T h0_sq = dot(H0.a.data(), H0.a.data(), K * K);
   // Quadratic forms k_jᵀ H_0 k_j: row j of K H_0ᵀ is (H_0 k_j)ᵀ.
-  gemm_nt(Kc, H0, ws.ck);
+  chunk_gemm_nt<P>(Kc, H0, ws.ck);
   ws.quad.resize(static_cast<std::size_t>(n));
   for (int j = 0; j < n; ++j) ws.quad[j] = dot(ws.ck.row(j), Kc.row(j), K);
   // (G⊙G) M̃ with G = K Kᵀ: entry (j, c) is Σ_i (k_jᵀk_i)² M̃_{i,c}.
-  gemm_nt(Kc, Kc, ws.cc);
+  chunk_gemm_nt<P>(Kc, Kc, ws.cc);
   for (T& e : ws.cc.a) e *= e;
-  gemm_nn(gka_operand<P>(ws.cc, ws.narrow_a), gka_operand<P>(d.Mt, ws.narrow_b), ws.cc2);
+  chunk_gemm_nn<P>(gka_operand<P>(ws.cc, ws.narrow_a), gka_operand<P>(d.Mt, ws.narrow_b), ws.cc2);
   for (int c = 0; c < n; ++c) {
     T cross = zero, intra = zero;
     for (int j = 0; j <= c; ++j) {  // M̃_{j,c} = 0 for j > c
@@ -145,15 +147,25 @@ void gka_chunk_fro_norms(const Matrix<typename P::acc>& H0, const Matrix<typenam
     if (sq < zero) sq = zero;
     fro[c] = sqrt(sq);
   }
+  // mutant gka-norm-previous-token: an off-by-one in the column of eq. (5) that
+  // token c reads: ‖H_{c−1}‖_F (at the chunk's first token, the chunk-initial
+  // ‖H_0‖_F, i.e. the previous token's), so λ_c and Chebyshev's L lag by a token.
+  if (mutated(Mutant::gka_norm_previous_token) && n > 0) {
+    for (int c = n - 1; c > 0; --c) fro[c] = fro[c - 1];
+    fro[0] = sqrt(h0_sq);
+  }
 }
 
 // A(c, j) ← A(c, j)·M̃_{j,c}, i.e. A ⊙ M̃ᵀ (causal: 0 for j > c).
 template <class T>
 void gka_mask_by_decays(const GkaChunkDecays<T>& d, Matrix<T>& A) {
   const T zero = from_double<T>(0.0);
+  // mutant causal-mask-strict: the mask keeps j < c only, so token c's own key
+  // k_c k_cᵀ (and k_c v_cᵀ in the readout) is missing from H_c ξ_c and o_c.
+  const int last = mutated(Mutant::causal_mask_strict) ? -1 : 0;  // keep j <= c + last
   for (int c = 0; c < A.rows; ++c)
     for (int j = 0; j < A.cols; ++j) {
-      if (j > c) A(c, j) = zero;
+      if (j > c + last) A(c, j) = zero;
       else scale_by(A(c, j), d.Mt(j, c));
     }
 }
@@ -166,12 +178,12 @@ void gka_chunk_matvec(const Matrix<typename P::acc>& H0, const Matrix<typename P
                       const GkaChunkDecays<typename P::acc>& d, const Matrix<typename P::acc>& Xi,
                       GkaChunkScratch<typename P::acc>& ws, Matrix<typename P::acc>& Y) {
   const Matrix<typename P::acc>& Xn = gka_operand<P>(Xi, ws.narrow_a);
-  gemm_nt(Xn, H0, Y);
+  chunk_gemm_nt<P>(Xn, H0, Y);
   for (int c = 0; c < Y.rows; ++c)
     for (int i = 0; i < Y.cols; ++i) scale_by(Y(c, i), d.zeta[c]);
-  gemm_nt(Xn, Kc, ws.cc);
+  chunk_gemm_nt<P>(Xn, Kc, ws.cc);
   gka_mask_by_decays(d, ws.cc);
-  gemm_nn(gka_operand<P>(ws.cc, ws.narrow_b), Kc, Y, true);
+  chunk_gemm_nn<P>(gka_operand<P>(ws.cc, ws.narrow_b), Kc, Y, true);
 }
 
 // Decayed keys of the state at token c: row j is M̃_{j,c} k_j (0 for j > c).
@@ -193,7 +205,7 @@ void gka_chunk_explicit_state(const Matrix<typename P::acc>& H0, const Matrix<ty
                               const GkaChunkDecays<typename P::acc>& d, int c, GkaChunkScratch<typename P::acc>& ws,
                               Matrix<typename P::acc>& Hc) {
   gka_decayed_keys(d, Kc, c, ws.ck);
-  gemm_tn(gka_operand<P>(ws.ck, ws.narrow_a), Kc, Hc);
+  chunk_gemm_tn<P>(gka_operand<P>(ws.ck, ws.narrow_a), Kc, Hc);
   for (std::size_t i = 0; i < Hc.a.size(); ++i) mul_add_to(Hc.a[i], d.zeta[c], H0.a[i]);
 }
 
@@ -204,12 +216,19 @@ void gka_chunk_pass_state(const Matrix<typename P::acc>& Kc, const Matrix<typena
                           const GkaChunkDecays<typename P::acc>& d, GkaChunkScratch<typename P::acc>& ws,
                           Matrix<typename P::acc>& H, Matrix<typename P::acc>& S) {
   const int last = Kc.rows - 1;
-  for (auto& e : H.a) scale_by(e, d.zeta[last]);
-  for (auto& e : S.a) scale_by(e, d.zeta[last]);
+  const bool decay_after = mutated(Mutant::decay_after_update);
+  const auto decay = [&] {
+    for (auto& e : H.a) scale_by(e, d.zeta[last]);
+    for (auto& e : S.a) scale_by(e, d.zeta[last]);
+  };
+  if (!decay_after) decay();
   gka_decayed_keys(d, Kc, last, ws.ck);
   const auto& Kw = gka_operand<P>(ws.ck, ws.narrow_a);
-  gemm_tn(Kw, Kc, H, true);
-  gemm_tn(Kw, Vc, S, true);
+  chunk_gemm_tn<P>(Kw, Kc, H, true);
+  chunk_gemm_tn<P>(Kw, Vc, S, true);
+  // mutant decay-after-update: the chunk's writes (already decayed to the chunk end
+  // by M̃_{j,n}) added before the ζ_n decay, which then decays them once more.
+  if (decay_after) decay();
 }
 
 // Per-token quantities the solvers need: ‖H_c‖_F, λ_c, and the degenerate tokens.
@@ -232,7 +251,12 @@ void gka_chunk_chebyshev(const Matrix<typename P::acc>& H0, const Matrix<typenam
           four = from_double<T>(4.0);
   const int n = Sq.rows, K = Sq.cols;
   ws.rho2.assign(static_cast<std::size_t>(n), zero);
-  ws.omega.assign(static_cast<std::size_t>(n), from_double<T>(opt.omega0));
+  // mutant chebyshev-omega0-wrong: the weight schedule ω_i = 4/(4 − ρ²ω_{i−1}) started
+  // from ω_0 = 1 (a neutral-looking momentum weight) whatever omega0 is configured:
+  // every later weight is off, the iterates converge more slowly and to a different
+  // x after a fixed number of iterations.
+  const double omega0 = mutated(Mutant::chebyshev_omega0_wrong) ? 1.0 : opt.omega0;
+  ws.omega.assign(static_cast<std::size_t>(n), from_double<T>(omega0));
   ws.l_plus_mu.assign(static_cast<std::size_t>(n), zero);
   X.assign(n, K, zero);          // ξ_0 (0 for degenerate tokens, which stay 0)
   ws.xi_prev.assign(n, K, zero);  // ξ_{-1}
@@ -390,8 +414,12 @@ void gka_chunk_lambdas(const GkaOptions& opt, GkaChunkSolve<T>& s) {
   const std::size_t n = s.fro.size();
   s.lam.resize(n);
   s.degenerate.resize(n);
+  // mutant gka-constant-lambda: λ = 0.25 for every token, MesaNet's regulariser
+  // floor, which GKA argues cannot bound κ (MesaNet's reaches 500) and replaces by
+  // λ_t = a‖H_t‖_F (eq. (4)): a port that hard-codes it ignores `a` and `lambda`.
+  const bool constant = mutated(Mutant::gka_constant_lambda);
   for (std::size_t c = 0; c < n; ++c) {
-    s.lam[c] = opt.fixed_lambda ? from_double<T>(opt.lambda) : a * s.fro[c];
+    s.lam[c] = constant ? from_double<T>(0.25) : opt.fixed_lambda ? from_double<T>(opt.lambda) : a * s.fro[c];
     s.degenerate[c] = s.lam[c] == zero;
   }
 }
@@ -441,12 +469,12 @@ void gka_chunk_readout(const Matrix<typename P::acc>& S0, const GkaChunkTokens<t
     for (int c = 0; c < n; ++c)
       for (int i = 0; i < K; ++i) X(c, i) = tk.Sq(c, i) + tk.alpha[c] * (X(c, i) - tk.Sq(c, i));
   const auto& Qn = gka_operand<P>(X, ws.narrow_a);
-  gemm_nn(Qn, S0, ws.y);
+  chunk_gemm_nn<P>(Qn, S0, ws.y);
   for (int c = 0; c < n; ++c)
     for (int j = 0; j < V; ++j) scale_by(ws.y(c, j), d.zeta[c]);
-  gemm_nt(Qn, tk.K, ws.cc);
+  chunk_gemm_nt<P>(Qn, tk.K, ws.cc);
   gka_mask_by_decays(d, ws.cc);
-  gemm_nn(gka_operand<P>(ws.cc, ws.narrow_b), tk.V, ws.y, true);
+  chunk_gemm_nn<P>(gka_operand<P>(ws.cc, ws.narrow_b), tk.V, ws.y, true);
   for (int c = 0; c < n; ++c)
     for (int j = 0; j < V; ++j) o.row(t0 + c)[j] = P::narrow(ws.y(c, j));
 }
@@ -465,10 +493,26 @@ void gka_chunk_sequence(const GkaInputs<typename P::acc>& in, const GkaOptions& 
   GkaChunkSolve<T> s;
   Matrix<T> H0buf, S0buf, X;
   std::vector<double> Hd;
-  for (std::int64_t t0 = 0; t0 < len; t0 += chunk_size) {
+  // mutant last-partial-chunk-dropped: a launch grid of T / C chunks (floor, not
+  // ceil) skips the last partial chunk: its outputs stay 0 and the states miss it.
+  const std::int64_t end = mutated(Mutant::last_partial_chunk_dropped) ? len - len % chunk_size : len;
+  // mutant gate-cumsum-not-reset: a global cumsum of the log-gates where a
+  // chunk-local one is meant: M̃ (differences b_c − b_j) is unchanged, but
+  // ζ_c = exp(b_c) decays the chunk-initial H_0, S_0 again by every earlier gate.
+  const bool global_cumsum = mutated(Mutant::gate_cumsum_not_reset);
+  T carried = from_double<T>(0.0);  // Σ of the gates of the earlier chunks (mutant only)
+  for (std::int64_t t0 = 0; t0 < end; t0 += chunk_size) {
+    using std::exp;
     const int n = static_cast<int>(std::min<std::int64_t>(chunk_size, len - t0));
     gka_load_chunk<P>(in, b, h, t0, n, scale, tk);
     gka_chunk_decays(tk.g, in.beta ? &tk.beta : nullptr, n, d);
+    if (global_cumsum) {
+      for (int c = 0; c < n; ++c) {
+        d.b[c] += carried;
+        d.zeta[c] = exp(d.b[c]);
+      }
+      for (int c = 0; c < n; ++c) carried += tk.g[c];
+    }
     // The chunk-initial states as the chunk reads them (16-bit in a bf16 kernel).
     const Matrix<T>& H0 = gka_operand<P>(H, H0buf);
     const Matrix<T>& S0 = gka_operand<P>(S, S0buf);
@@ -499,12 +543,26 @@ void gka_chunk(const GkaInputs<typename P::acc>& in, const GkaOptions& opt, cons
   out.hkk = in.hkk0 ? *in.hkk0 : Tensor<T>({B, Hn, K, K}, zero);
   for (Tensor<T>* diag : {&out.lambda, &out.fro, &out.kappa, &out.resid}) *diag = Tensor<T>({B, len, Hn}, zero);
   Matrix<T> H(K, K, zero), S(K, V, zero);  // running states, in acc
+  // mutant h0-ignored: the kernel never loads its initial states (h0, hkk0) and
+  // starts from zero.
+  const bool load_initial = !mutated(Mutant::h0_ignored);
+  // mutant state-leaks-across-heads: a persistent kernel that does not reset its
+  // state registers between work items starts every (batch, head) after the first
+  // from the final states of the one before.
+  const bool leak = mutated(Mutant::state_leaks_across_heads);
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < Hn; ++h) {
       T* ht = state_block(out.ht, b, h);
       T* hkk = state_block(out.hkk, b, h);
-      std::copy(hkk, hkk + H.a.size(), H.a.begin());
-      std::copy(ht, ht + S.a.size(), S.a.begin());
+      if (!(leak && b + h > 0)) {
+        if (load_initial) {
+          std::copy(hkk, hkk + H.a.size(), H.a.begin());
+          std::copy(ht, ht + S.a.size(), S.a.begin());
+        } else {
+          std::fill(H.a.begin(), H.a.end(), zero);
+          std::fill(S.a.begin(), S.a.end(), zero);
+        }
+      }
       const GkaSeqOut<T> so{seq(out.o, b, h), seq(out.lambda, b, h), seq(out.fro, b, h), seq(out.kappa, b, h),
                             seq(out.resid, b, h)};
       gka_chunk_sequence<P>(in, opt, scale, chunk_size, b, h, H, S, so);

@@ -10,13 +10,29 @@
 
 namespace ttr {
 
+// mutant kaczmarz-eps-outside: the coefficient written as η_t/‖k_t‖² + eps (eps
+// added after the division, where it guards nothing) instead of η_t/(‖k_t‖² + eps):
+// off by ≈ eps(1 + η_t/‖k_t‖⁴) for normal keys, and inf/NaN where the key is 0,
+// the case eps exists for.
+template <class T>
+Tensor<T> kaczmarz_step_eps_outside(const Tensor<T>& k, const Tensor<T>& eta, const T& eps) {
+  Tensor<T> out = eta;
+  const int K = static_cast<int>(k.dim(3));
+  for (std::int64_t r = 0; r < eta.numel(); ++r) {
+    const T* kr = k.data.data() + r * K;
+    out.data[r] = eta.data[r] / dot(kr, kr, K) + eps;
+  }
+  return out;
+}
+
 template <class P>
 void kaczmarz_delta_rule_chunk(const Tensor<typename P::acc>& q, const Tensor<typename P::acc>& k,
                                const Tensor<typename P::acc>& v, const Tensor<typename P::acc>& g,
                                const Tensor<typename P::acc>& eta, const typename P::acc& eps,
                                const Tensor<typename P::acc>* h0, const typename P::acc& scale, int chunk,
                                Tensor<typename P::acc>& o, Tensor<typename P::acc>& ht) {
-  const Tensor<typename P::acc> beta = kaczmarz_step(k, eta, eps);
+  const Tensor<typename P::acc> beta =
+      mutated(Mutant::kaczmarz_eps_outside) ? kaczmarz_step_eps_outside(k, eta, eps) : kaczmarz_step(k, eta, eps);
   delta_chunk_forward<P>(Decay::scalar, q, k, k, v, beta, &g, h0, scale, chunk, o, ht);
 }
 

@@ -54,6 +54,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "reference/core/mutant.hpp"
 #include "reference/core/policy.hpp"
 #include "reference/core/scalar.hpp"
 #include "reference/core/tensor.hpp"
@@ -195,13 +196,17 @@ void kla_scan_sequence(SeqView<const typename P::acc> q, SeqView<const typename 
       apply_mobius(precision[t], s, Lam[s], w.lam[(t + 1) * S + s], w.y);
 
   // Mean track: (f_t, k λv v) with f_t = ā/(ā² + p̄Λ_{t−1}) (eq. (19)), prefix compositions (Cor. 2.1).
+  // mutant kla-gate-current-precision: f_t formed from Λ_t, the precision scan's
+  // output at the same index t (an off-by-one between the two scans' buffers),
+  // instead of Λ_{t−1}.
+  const std::size_t lag = mutated(Mutant::kla_gate_current_precision) ? 1 : 0;
   for (std::int64_t t = 0; t < len; ++t)
     for (int n = 0; n < N; ++n)
       for (int d = 0; d < D; ++d) {
         const std::size_t s = slot(n, d);
         DiagonalAffine<A>& e = mean[t];
         w.y = w.a2[s];
-        mul_add_to(w.y, p[s], w.lam[t * S + s]);
+        mul_add_to(w.y, p[s], w.lam[(t + lag) * S + s]);
         e.A[s] = a[s];
         e.A[s] /= w.y;
         w.x = lv.row(t)[d];  // k_n (λv_d v_d)
@@ -212,6 +217,10 @@ void kla_scan_sequence(SeqView<const typename P::acc> q, SeqView<const typename 
   prefix_scan(mean, plan, w.affine_identity, compose_affine<A>, StoreAffine<P>{}, w.affine_scan);
 
   // Readout with η_t = A_{1:t} η_0 + b_{1:t} and Λ_t.
+  // mutant accumulate-in-16bit: the readout's running sums over n are held in the
+  // storage format (a bf16/fp16 accumulator) instead of fp32.
+  bool acc16 = false;
+  if constexpr (P::narrows) acc16 = mutated(Mutant::accumulate_in_16bit);
   const A scale2 = scale * scale;
   for (std::int64_t t = 0; t < len; ++t) {
     const A* lam_t = w.lam.data() + (t + 1) * S;
@@ -230,6 +239,10 @@ void kla_scan_sequence(SeqView<const typename P::acc> q, SeqView<const typename 
         scale_by(w.x, qn);
         w.x /= lam_t[s];
         w.ov += w.x;
+        if (acc16) {
+          w.o = P::narrow(w.o);
+          w.ov = P::narrow(w.ov);
+        }
       }
       scale_by(w.o, scale);
       scale_by(w.ov, scale2);

@@ -22,7 +22,11 @@ void precond_delta_chunk(Decay decay, const Tensor<typename P::acc>& q, const Te
                          Tensor<typename P::acc>& A_final) {
   Tensor<typename P::acc> k_tilde;
   atk_write_keys_chunk<P>(k, g_atk, beta_atk, center, A0, log_x, eps, chunk, k_tilde, A_final);
-  delta_chunk_forward<P>(decay, q, k, k_tilde, v, beta, &g, h0, scale, chunk, o, ht);
+  // mutant pgdn-unpreconditioned-write: the kernel passes k as the write key (the
+  // plain GDN/KDA call, the preconditioner computed but never applied):
+  // final_A_state is still right, o and ht are written along the wrong direction.
+  const Tensor<typename P::acc>& w = mutated(Mutant::pgdn_unpreconditioned_write) ? k : k_tilde;
+  delta_chunk_forward<P>(decay, q, k, w, v, beta, &g, h0, scale, chunk, o, ht);
 }
 
 }  // namespace ttr

@@ -44,6 +44,8 @@
 #include <utility>
 #include <vector>
 
+#include "reference/core/mutant.hpp"
+
 namespace ttr {
 
 // Buffers a scan needs besides the sequence, kept between calls so that
@@ -127,6 +129,11 @@ void blelloch_inclusive_scan(std::span<E> xs, const E& identity, Combine&& combi
     }
 
   // Down-sweep: node r receives the exclusive prefix P of its block.
+  // mutant scan-operands-swapped: the down-sweep composes L ⊕ P (the block's own
+  // aggregate taken as the earlier operand), the textbook scan written for a
+  // commutative + and reused for a non-commutative composition. Invisible where
+  // the composition commutes (affine maps with all-one factors: linear_attn).
+  const bool swapped = mutated(Mutant::scan_operands_swapped);
   swap(work.total, node[m - 1]);  // root ← identity, its aggregate kept
   for (std::size_t d = m / 2; d >= 1; d /= 2)
     for (std::size_t r = 2 * d - 1; r < m; r += 2 * d) {
@@ -134,7 +141,10 @@ void blelloch_inclusive_scan(std::span<E> xs, const E& identity, Combine&& combi
       if (!real(first)) continue;
       swap(node[l], node[r]);                   // left ← P, right ← L
       if (!real(l + 1) || first == 0) continue;  // right is padding, or P = identity: right = L
-      scan_detail::compose_into(combine, node[l], node[r], work.tmp);  // P ⊕ L
+      if (swapped)
+        scan_detail::compose_into(combine, node[r], node[l], work.tmp);  // L ⊕ P
+      else
+        scan_detail::compose_into(combine, node[l], node[r], work.tmp);  // P ⊕ L
       store(work.tmp);
       swap(node[r], work.tmp);
     }
@@ -172,9 +182,13 @@ void chunked_inclusive_scan(std::span<E> xs, std::size_t chunk, const E& identit
   blelloch_inclusive_scan(carries, identity, combine, store, work);
 
   // Level 3: chunk c's carry-in (prefix of the aggregates before it) onto its local prefixes.
+  // mutant scan-carry-inclusive: chunk c takes the inclusive prefix of the
+  // aggregates (carries[c], its own aggregate included) as its carry-in instead of
+  // the exclusive one (carries[c − 1]): the chunk's own tokens are applied twice.
+  const std::size_t own = mutated(Mutant::scan_carry_inclusive) ? 1 : 0;
   for (std::size_t c = 1; c < chunks; ++c)
     for (std::size_t i = first(c); i < end(c); ++i)
-      scan_detail::compose_onto(combine, in_registers, carries[c - 1], xs[i], work.tmp);
+      scan_detail::compose_onto(combine, in_registers, carries[c - 1 + own], xs[i], work.tmp);
 }
 
 // The scan `plan` names.

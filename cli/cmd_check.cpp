@@ -1,0 +1,205 @@
+// `ttrcheck check`: someone's outputs against the oracle under the error model
+// (oracles/error_model.hpp). Exit 0 pass, 1 fail, 2 bad usage or input. Every
+// file is validated before the oracle is computed, and reports are written only
+// once everything succeeded (docs/reports.md).
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "oracles/error.hpp"
+#include "oracles/error_model.hpp"
+#include "oracles/oracle.hpp"
+#include "oracles/report.hpp"
+
+namespace ttr::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The oracle `check` computes: the sequential definition in MPFR-256, the same
+// call `ttrcheck oracle` makes, so a stored default oracle gives identical numbers.
+constexpr unsigned kOracleBits = 256;
+
+Tier parse_kernel_dtype(const std::string& s) {
+  for (Tier t : {Tier::bf16, Tier::fp16, Tier::fp32, Tier::fp64})
+    if (s == tier_name(t)) return t;
+  throw InputError(fmt::format("--dtype: unknown kernel dtype '{}' (bf16|fp16|fp32|fp64)", s));
+}
+
+// A candidate stored as BF16 was computed by a bf16 kernel, and so on.
+Tier tier_of_storage(io::DType d) {
+  switch (d) {
+    case io::DType::BF16: return Tier::bf16;
+    case io::DType::F16: return Tier::fp16;
+    case io::DType::F32: return Tier::fp32;
+    default: return Tier::fp64;
+  }
+}
+
+std::string dims_str(const TensorSpec& t) { return "[" + fmt::format("{}", fmt::join(t.dims, ",")) + "]"; }
+
+// The outputs' shapes for these inputs: what the candidate and a stored oracle must have.
+std::map<std::string, Shape> output_shapes(const LayerSpec& spec, const Dims& dims) {
+  std::map<std::string, Shape> s;
+  for (const auto& t : spec.outputs) s[t.name] = shape_of(t, dims);
+  return s;
+}
+
+// The last part of a check id: "<suite>.<case>" for vectors ttrcheck wrote (stable
+// across machines and temp directories, as baselines need), else the inputs' file name.
+std::string case_name(const LoadedInputs& in, const std::string& path) {
+  const auto& m = in.file.metadata;
+  const auto suite = m.find("suite"), c = m.find("case");
+  if (suite != m.end() && c != m.end()) return suite->second + "." + c->second;
+  const std::string name = fs::path(path).filename().string();
+  for (const std::string_view ext : {".inputs.safetensors", ".safetensors"})
+    if (name.size() > ext.size() && name.ends_with(ext)) return name.substr(0, name.size() - ext.size());
+  return name;
+}
+
+// Reads the candidate: every spec output it holds, as doubles. `o` is required;
+// other outputs (a kernel may not return its final state) are optional; tensors
+// the layer does not know are ignored. Sets `storage` to `o`'s dtype.
+TensorMap<double> load_candidate(const std::string& path, const LayerSpec& spec,
+                                 const std::map<std::string, Shape>& shapes, io::DType& storage) {
+  const io::TensorFile f = io::read_safetensors(path);
+  if (const auto l = f.metadata.find("layer"); l != f.metadata.end() && l->second != spec.name)
+    throw InputError(fmt::format("{}: candidate was written for layer '{}', not '{}' (metadata 'layer')", path,
+                                 l->second, spec.name));
+  if (!f.tensors.count("o"))
+    throw InputError(fmt::format("{}: missing tensor 'o' {}: a candidate must hold the layer's output 'o'", path,
+                                 dims_str(*spec.output("o"))));
+  TensorMap<double> out;
+  for (const auto& ts : spec.outputs) {
+    const auto it = f.tensors.find(ts.name);
+    if (it == f.tensors.end()) continue;
+    const std::string what = fmt::format("{}: tensor '{}'", path, ts.name);
+    if (!io::is_floating(it->second.dtype))
+      throw InputError(fmt::format("{} has dtype {}; expected a floating dtype (F64, F32, BF16, F16)", what,
+                                   io::dtype_name(it->second.dtype)));
+    const Shape& want = shapes.at(ts.name);
+    if (it->second.shape != want)
+      throw InputError(fmt::format("{} has shape {}; expected {} = {} for these inputs", what,
+                                   shape_str(it->second.shape), dims_str(ts), shape_str(want)));
+    out[ts.name] = Tensor<double>{it->second.shape, 0.0};
+    out[ts.name].data = io::to_f64(it->second, what);
+  }
+  storage = f.tensors.at("o").dtype;
+  return out;
+}
+
+// Reads a stored oracle and checks it belongs to this check: written for the same
+// layer and config, F64 (an oracle in a narrower dtype would itself be wrong by
+// more than an fp32 kernel), every output present with the inputs' shapes.
+TensorMap<double> load_oracle(const std::string& path, const LayerSpec& spec, const Config& cfg,
+                              const std::map<std::string, Shape>& shapes) {
+  const io::TensorFile f = io::read_safetensors(path);
+  const auto& m = f.metadata;
+  const auto layer = m.find("layer");
+  if (layer == m.end())
+    throw InputError(fmt::format("{}: no metadata 'layer': not an oracle written by ttrcheck", path));
+  if (layer->second != spec.name)
+    throw InputError(fmt::format("{}: oracle was written for layer '{}', not '{}'", path, layer->second, spec.name));
+  if (const auto k = m.find("kind"); k != m.end() && k->second != "oracle")
+    throw InputError(fmt::format("{}: metadata 'kind' is '{}': not an oracle file", path, k->second));
+  if (const auto c = m.find("config"); c != m.end()) {
+    const nlohmann::json stored = nlohmann::json::parse(c->second, nullptr, false);
+    if (stored != nlohmann::json::parse(cfg.json()))
+      throw InputError(fmt::format("{}: oracle config {} differs from this check's {}", path, c->second, cfg.json()));
+  }
+  TensorMap<double> out;
+  for (const auto& ts : spec.outputs) {
+    const auto it = f.tensors.find(ts.name);
+    const std::string what = fmt::format("{}: oracle tensor '{}'", path, ts.name);
+    if (it == f.tensors.end()) throw InputError(fmt::format("{} {} is missing", what, dims_str(ts)));
+    if (it->second.dtype != io::DType::F64)
+      throw InputError(fmt::format("{} has dtype {}; an oracle is F64", what, io::dtype_name(it->second.dtype)));
+    const Shape& want = shapes.at(ts.name);
+    if (it->second.shape != want)
+      throw InputError(fmt::format("{} has shape {}; expected {} = {} for these inputs", what,
+                                   shape_str(it->second.shape), dims_str(ts), shape_str(want)));
+    out[ts.name] = Tensor<double>{it->second.shape, 0.0};
+    out[ts.name].data = io::to_f64(it->second, what);
+  }
+  return out;
+}
+
+TensorMap<double> compute_oracle_values(const LoadedInputs& in) {
+  OracleOptions opt;
+  opt.form = Form::sequential;
+  opt.bits = kOracleBits;
+  const io::TensorFile f = compute_oracle(*in.layer, in.inputs, in.config, opt, in.file.metadata);
+  TensorMap<double> out;
+  for (const auto& [name, raw] : f.tensors) {
+    out[name] = Tensor<double>{raw.shape, 0.0};
+    out[name].data = io::to_f64(raw, name);
+  }
+  return out;
+}
+
+}  // namespace
+
+Command add_check(CLI::App& app) {
+  struct Opts {
+    std::string layer, in, candidate, dtype, oracle, report, junit, form;
+    int chunk_size = 64, samples = ModelSpec{}.samples;
+    std::uint64_t seed = 0;
+    std::vector<std::string> sets;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("check", "compare a candidate's outputs with the oracle under the error model");
+  cmd->add_option("--layer", o->layer, "layer name (see `ttrcheck layers`)")->required();
+  cmd->add_option("--in", o->in, "inputs (safetensors)")->required();
+  cmd->add_option("--candidate", o->candidate, "the outputs under test (safetensors, any floating dtype)")->required();
+  cmd->add_option("--dtype", o->dtype, "the kernel's dtype bf16|fp16|fp32|fp64 (default: the candidate's 'o' dtype)");
+  cmd->add_option("--oracle", o->oracle, "a stored oracle (`ttrcheck oracle`) instead of computing it");
+  cmd->add_option("--report", o->report, "write the JSON report here");
+  cmd->add_option("--junit", o->junit, "write JUnit XML here");
+  cmd->add_option("--form", o->form, "the algorithm the kernel runs, whose rounding the model propagates: "
+                                     "chunk|scan|sequential (default: chunk if the layer has it, else sequential)");
+  cmd->add_option("--chunk-size", o->chunk_size, "the kernel's chunk size C")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--samples", o->samples, "Monte Carlo arithmetic runs of the model")->check(CLI::Range(1, 100000));
+  cmd->add_option("--seed", o->seed, "seed of the model's perturbations (same seed: identical report)");
+  add_set_option(*cmd, o->sets);
+  return [o]() {
+    if (!o->report.empty()) check_writable(o->report);
+    if (!o->junit.empty()) check_writable(o->junit);
+    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
+    const LayerSpec& spec = in.layer->spec;
+    ModelSpec ms;
+    ms.form = o->form.empty() ? (in.layer->has_form(Form::chunk) ? Form::chunk : Form::sequential) : parse_form(o->form);
+    if (!in.layer->has_form(ms.form))
+      throw InputError(fmt::format("--form: layer '{}' has no {} form", spec.name, form_name(ms.form)));
+    const auto shapes = output_shapes(spec, in.inputs.dims);
+    io::DType storage = io::DType::F32;
+    const TensorMap<double> candidate = load_candidate(o->candidate, spec, shapes, storage);
+    ms.dtype = o->dtype.empty() ? tier_of_storage(storage) : parse_kernel_dtype(o->dtype);
+    ms.chunk_size = o->chunk_size;
+    ms.samples = o->samples;
+    ms.seed = o->seed;
+    const TensorMap<double> oracle =
+        o->oracle.empty() ? compute_oracle_values(in) : load_oracle(o->oracle, spec, in.config, shapes);
+
+    const ErrorModel model = model_errors(*in.layer, in.inputs.tensors, in.config, oracle, ms);
+    const CheckResult result = compare(spec, oracle, model, candidate);
+    const std::vector<NamedCheck> checks = {{check_id(result, case_name(in, o->in)), result}};
+
+    if (!o->report.empty()) write_report(o->report, report_json("check", checks));
+    if (!o->junit.empty()) {
+      try {
+        write_junit(o->junit, junit_xml("ttrcheck check", checks));
+      } catch (...) {
+        if (!o->report.empty()) std::remove(o->report.c_str());  // all or nothing
+        throw;
+      }
+    }
+    print_table(stdout, checks);
+    return result.pass ? 0 : 1;
+  };
+}
+
+}  // namespace ttr::cli

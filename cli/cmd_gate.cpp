@@ -1,0 +1,105 @@
+// `ttrcheck gate`: the built-in suite (oracles/gate.hpp) on the built-in kernels
+// — the CPU chunk and scan forms in bf16 and fp32 policy — with one verdict
+// line per (layer, form, dtype), a report directory (report.json, junit.xml),
+// and exit 1 when any check fails. The README's main command.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "oracles/error.hpp"
+#include "oracles/gate.hpp"
+#include "oracles/report.hpp"
+
+namespace ttr::cli {
+namespace {
+
+std::string where(const Location& l) {
+  return l.t < 0 ? fmt::format("b={} h={}", l.b, l.h) : fmt::format("b={} t={} h={}", l.b, l.t, l.h);
+}
+
+// One line per (layer, form, dtype): its checks over cases and seeds, the worst.
+void print_verdicts(const GateResult& r, double threshold) {
+  struct Row {
+    int checks = 0, failed = 0;
+    double worst = -1.0;
+    std::string at;
+  };
+  std::map<std::string, Row> rows;
+  for (const GateCheck& c : r.checks) {
+    const auto slash = c.id.find('/', c.id.find('/', c.id.find('/') + 1) + 1);  // layer/form/dtype
+    Row& row = rows[c.id.substr(0, slash)];
+    ++row.checks;
+    row.failed += c.result.pass ? 0 : 1;
+    for (const TensorVerdict& v : c.result.tensors) {
+      if (!v.present) continue;
+      const double ratio = v.nonfinite_failures ? std::numeric_limits<double>::infinity() : v.max_ratio;
+      if (ratio > row.worst) {
+        row.worst = ratio;
+        row.at = fmt::format("{} {} {}", c.id.substr(slash + 1), v.name,
+                             where(v.nonfinite_failures ? v.first_nonfinite : v.worst));
+      }
+    }
+  }
+  fmt::print("{:<42} {:>6} {:>6} {:>10}  {:<6} {}\n", "layer/form/dtype", "checks", "failed", "max ratio", "verdict",
+             "worst (case/seed tensor location)");
+  for (const auto& [key, row] : rows)
+    fmt::print("{:<42} {:>6} {:>6} {:>10.3g}  {:<6} {}\n", key, row.checks, row.failed, row.worst,
+               row.failed ? "FAIL" : "pass", row.at);
+  fmt::print("\nthreshold on the error ratio: {}\n", threshold);
+}
+
+}  // namespace
+
+Command add_gate(CLI::App& app) {
+  struct Opts {
+    GateOptions gate;
+    std::string out = "ttrcheck-gate", criterion = "model";
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("gate", "run the built-in suite on the built-in CPU kernels and print verdicts");
+  cmd->add_option("--suite", o->gate.suite, "default|full");
+  cmd->add_option("--layer", o->gate.layers, "only these layers (repeatable)");
+  cmd->add_option("--seed", o->gate.seed, "first seed");
+  cmd->add_option("--seeds", o->gate.seeds, "seeds per case (default: the suite's)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--threads", o->gate.threads, "worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--samples", o->gate.samples, "Monte Carlo arithmetic runs per model")->check(CLI::Range(2, 1000));
+  cmd->add_option("--criterion", o->criterion, "model (error ratios) | fla (relative RMS < 0.005 vs fp32)");
+  cmd->add_option("--mutant", o->gate.mutant, "run the kernels with a catalogued bug (see `ttrcheck mutants`)");
+  cmd->add_option("--out", o->out, "report directory (report.json, junit.xml)");
+  return [o]() {
+    if (o->criterion == "model") o->gate.criterion = Criterion::model;
+    else if (o->criterion == "fla") o->gate.criterion = Criterion::fla;
+    else throw InputError(fmt::format("unknown criterion '{}' (model|fla)", o->criterion));
+    const bool tty = isatty(STDERR_FILENO);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (tty)
+      o->gate.progress = [t0](std::size_t done, std::size_t total, const std::string& id) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        fmt::print(stderr, "\r\033[K[{}/{}] {:.0f} s  {}", done, total, s, id);
+        if (done == total) fmt::print(stderr, "\n");
+      };
+    const GateResult r = run_gate(o->gate);
+    const double threshold = o->gate.criterion == Criterion::model ? kRatioThreshold : 1.0;
+    fmt::print("gate: suite {}, criterion {}{}\n\n", o->gate.suite, o->criterion,
+               o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant);
+    print_verdicts(r, threshold);
+    std::vector<std::pair<std::string, CheckResult>> checks;
+    for (const GateCheck& c : r.checks) checks.emplace_back(c.id, c.result);
+    std::filesystem::create_directories(o->out);
+    write_report(o->out + "/report.json", report_json("gate", checks));
+    write_junit(o->out + "/junit.xml", junit_xml("ttrcheck-gate", checks));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::size_t failed = 0;
+    for (const GateCheck& c : r.checks) failed += c.result.pass ? 0 : 1;
+    fmt::print("{}: {} checks, {} failed, {:.1f} s; report in {}/\n", r.pass ? "PASS" : "FAIL", r.checks.size(), failed,
+               s, o->out);
+    return r.pass ? 0 : 1;
+  };
+}
+
+}  // namespace ttr::cli

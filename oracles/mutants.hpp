@@ -1,0 +1,60 @@
+// The mutant catalogue: realistic bugs of the CPU chunk and scan forms (the
+// built-in kernels under test), each switchable at run time with a MutantScope
+// (reference/core/mutant.hpp) or `ttrcheck run --mutant NAME`. The gate runs
+// every mutant on the (layer, form) pairs listed here, under the conditions it
+// needs to bite, and must fail each one: that is the proof that it has teeth.
+//
+// Names are stable (scripts and reports refer to them): kebab case, one per
+// Mutant value. The sequential forms are never mutated.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oracles/arith.hpp"
+#include "oracles/spec.hpp"
+#include "reference/core/mutant.hpp"
+
+namespace ttr {
+
+struct MutantTarget {
+  std::string layer;
+  Form form;
+};
+
+// What a mutant needs, besides its (layer, form), to change the output: outside
+// these conditions it may compute the correct function (a mutant of h0 handling
+// changes nothing when no h0 is given), so a gate that runs it there proves
+// nothing. Defaults: any config, inputs, arithmetic and shape.
+struct MutantConditions {
+  std::vector<std::pair<std::string, std::string>> config;  // --set pairs (e.g. solver=chebyshev)
+  std::vector<std::string> inputs;  // optional input tensors that must be present (e.g. h0)
+  std::vector<Tier> tiers;          // the arithmetics it bites in (empty: any)
+  int min_chunks = 1;               // chunk forms: T ≥ min_chunks·C (ignored by whole-sequence scans)
+  bool partial_last_chunk = false;  // T not a multiple of the chunk size C
+  bool several_sequences = false;   // B·H ≥ 2
+};
+
+struct MutantInfo {
+  Mutant id;
+  std::string name;         // stable, kebab case
+  std::string description;  // one line: the bug, as a kernel would have it
+  std::vector<MutantTarget> targets;
+  MutantConditions needs;
+  std::string note;  // where it is weak or invisible (empty: bites clearly everywhere it applies)
+
+  bool affects(const std::string& layer, Form form) const;
+};
+
+// Every mutant, in Mutant order (Mutant::none excluded).
+const std::vector<MutantInfo>& mutant_catalogue();
+const MutantInfo& mutant_info(Mutant m);  // std::invalid_argument for Mutant::none
+// "none" for Mutant::none.
+const char* mutant_name(Mutant m);
+// A catalogue name, or "none"; InputError listing the known names otherwise.
+Mutant parse_mutant(const std::string& name);
+// The mutants that affect (layer, form), in catalogue order.
+std::vector<const MutantInfo*> mutants_for(const std::string& layer, Form form);
+
+}  // namespace ttr

@@ -1,0 +1,150 @@
+// Monte Carlo arithmetic (D. S. Parker, "Monte Carlo Arithmetic: exploiting
+// randomness in floating-point arithmetic", UCLA CSD-970002, 1997; the model
+// behind Verificarlo): a double whose every operation result x becomes
+// x·(1 + δ), δ ~ U(−u_op, u_op), and a policy whose narrow() does the same with
+// u_store. Run a form a few times with independent δ streams and the spread of
+// the results is the forward error that rounding at those unit roundoffs causes,
+// to first order, through this very computation — the error model's scale
+// (oracles/error_model.hpp, docs/error-model.md).
+//
+// A value exactly representable in the modelled format is left alone: rounding to
+// nearest does not move it (a product of two bf16 numbers is exact in fp32, a
+// bf16 input narrowed to bf16 is unchanged), and perturbing it would model
+// errors a kernel does not make.
+//
+// The perturbation stream is thread-local, seeded explicitly (mca_seed), and
+// drawn in program order: the same seed gives bit-identical runs. Operations
+// in double add a relative 2^-53 of their own, negligible against the u_op of
+// fp32 (2^-24) and bf16 (2^-8) that the model is used with.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "reference/core/policy.hpp"
+#include "reference/core/scalar.hpp"
+
+namespace ttr {
+
+// The format whose rounding a perturbation models (for the exactness test).
+enum class McaFormat { any, fp32, bf16, fp16 };
+
+inline bool mca_representable(double x, McaFormat f) {
+  switch (f) {
+    case McaFormat::fp32: return static_cast<double>(static_cast<float>(x)) == x;
+    case McaFormat::bf16: return BF16Format::round(x) == x;
+    case McaFormat::fp16: return FP16Format::round(x) == x;
+    default: return false;
+  }
+}
+
+struct McaContext {
+  double u_op = 0.0;     // relative perturbation bound of every arithmetic result
+  double u_store = 0.0;  // ... of every value the policy narrows (storage, operands)
+  McaFormat op_format = McaFormat::any, store_format = McaFormat::any;
+  std::uint64_t s[2] = {0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull};
+};
+
+inline McaContext& mca_context() {
+  thread_local McaContext c;
+  return c;
+}
+
+// Seeds the thread's stream (splitmix64 of the seed, so nearby seeds give
+// unrelated streams) and sets the two unit roundoffs.
+inline void mca_seed(std::uint64_t seed, double u_op, McaFormat op_format, double u_store, McaFormat store_format) {
+  McaContext& c = mca_context();
+  c.u_op = u_op;
+  c.u_store = u_store;
+  c.op_format = op_format;
+  c.store_format = store_format;
+  for (auto& w : c.s) {
+    std::uint64_t z = (seed += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    w = z ^ (z >> 31);
+  }
+}
+
+// x·(1 + u·ξ), ξ uniform in [−1, 1) from xoroshiro128+; zeros, non-finite
+// values and values representable in the format are left alone (rounding to
+// nearest does not move them).
+inline double mca_perturb(double x, double u, McaFormat f) {
+  if (u == 0.0 || x == 0.0 || !std::isfinite(x) || mca_representable(x, f)) return x;
+  McaContext& c = mca_context();
+  const std::uint64_t s0 = c.s[0];
+  std::uint64_t s1 = c.s[1];
+  const std::uint64_t r = s0 + s1;
+  s1 ^= s0;
+  c.s[0] = ((s0 << 24) | (s0 >> 40)) ^ s1 ^ (s1 << 16);
+  c.s[1] = (s1 << 37) | (s1 >> 27);
+  const double xi = static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0;  // [−1, 1)
+  return x * (1.0 + u * xi);
+}
+
+class McaReal {
+ public:
+  McaReal() = default;
+  explicit McaReal(double x) : v_(x) {}
+  double value() const { return v_; }
+
+  friend McaReal operator+(McaReal a, McaReal b) { return op(a.v_ + b.v_); }
+  friend McaReal operator-(McaReal a, McaReal b) { return op(a.v_ - b.v_); }
+  friend McaReal operator*(McaReal a, McaReal b) { return op(a.v_ * b.v_); }
+  friend McaReal operator/(McaReal a, McaReal b) { return op(a.v_ / b.v_); }
+  friend McaReal operator-(McaReal a) { return McaReal(-a.v_); }
+  McaReal& operator+=(McaReal b) { return *this = *this + b; }
+  McaReal& operator-=(McaReal b) { return *this = *this - b; }
+  McaReal& operator*=(McaReal b) { return *this = *this * b; }
+  McaReal& operator/=(McaReal b) { return *this = *this / b; }
+  friend bool operator==(McaReal a, McaReal b) { return a.v_ == b.v_; }
+  friend bool operator!=(McaReal a, McaReal b) { return a.v_ != b.v_; }
+  friend bool operator<(McaReal a, McaReal b) { return a.v_ < b.v_; }
+  friend bool operator>(McaReal a, McaReal b) { return a.v_ > b.v_; }
+  friend bool operator<=(McaReal a, McaReal b) { return a.v_ <= b.v_; }
+  friend bool operator>=(McaReal a, McaReal b) { return a.v_ >= b.v_; }
+
+  friend McaReal sqrt(McaReal a) { return op(std::sqrt(a.v_)); }
+  friend McaReal exp(McaReal a) { return op(std::exp(a.v_)); }
+  friend McaReal log(McaReal a) { return op(std::log(a.v_)); }
+  friend McaReal abs(McaReal a) { return McaReal(std::fabs(a.v_)); }
+  friend McaReal fabs(McaReal a) { return McaReal(std::fabs(a.v_)); }
+  friend bool isfinite(McaReal a) { return std::isfinite(a.v_); }
+
+ private:
+  static McaReal op(double x) {
+    const McaContext& c = mca_context();
+    return McaReal(mca_perturb(x, c.u_op, c.op_format));
+  }
+  double v_ = 0.0;
+};
+
+template <>
+struct scalar_traits<McaReal> {
+  static std::string name() { return "mca"; }
+  static McaReal from_double(double x) { return McaReal(x); }
+  static double to_double(McaReal x) { return x.value(); }
+};
+template <>
+struct precision_control<McaReal> {
+  static unsigned set_bits(unsigned) { return 53; }
+};
+
+// The chunk and scan forms under Monte Carlo arithmetic: computing in McaReal,
+// with narrow() perturbing at u_store where a kernel stores or feeds a 16-bit value.
+struct McaPolicy {
+  using acc = McaReal;
+  static constexpr bool narrows = true;
+  static McaReal narrow(const McaReal& x) {
+    const McaContext& c = mca_context();
+    return McaReal(mca_perturb(x.value(), c.u_store, c.store_format));
+  }
+  static std::string name() { return "mca"; }
+};
+template <>
+struct policy_for<McaReal> {
+  using type = McaPolicy;
+};
+
+}  // namespace ttr

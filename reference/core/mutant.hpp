@@ -1,0 +1,70 @@
+// The mutant switch: deliberately broken variants of the chunk and scan forms,
+// selectable at run time, so that the gate can prove it has teeth (a gate that
+// passes a kernel with a realistic bug is worthless, and the only way to know is
+// to hand it such kernels). Each value names one bug a real kernel port makes;
+// the catalogue with names, descriptions and the (layer, form) pairs each bug
+// affects is oracles/mutants.{hpp,cpp}.
+//
+// Only the chunk and scan forms read the switch. The sequential forms are the
+// oracle's definitions and never include this header: a mutant active while an
+// oracle runs cannot change it.
+//
+// Cost: mutated() is one thread-local load and a compare. The forms call it per
+// chunk, per token or per sequence — never inside the innermost loops — so the
+// unmutated forms run as before, and with no mutant active (the default) they
+// compute bit-identically what they computed before the switch existed.
+//
+// Thread-local rather than global: the scope set around one run (`ttrcheck run
+// --mutant`, the gate's candidate run, a test) must not leak into runs on other
+// threads (a parallel gate or test runner running the oracle meanwhile). The
+// forms are single-threaded, so a scope covers the whole run it encloses.
+#pragma once
+
+namespace ttr {
+
+enum class Mutant : unsigned char {
+  none,
+  causal_mask_strict,           // intra-chunk output scores masked s < t instead of s <= t
+  decay_after_update,           // chunk state decayed after the chunk's update is added
+  gate_cumsum_not_reset,        // cumulative gates not reset at chunk starts
+  ut_beta_dropped,              // UT matrix A without Diag(beta)
+  kaczmarz_eps_outside,         // beta/||k||^2 + eps instead of beta/(||k||^2 + eps)
+  pgdn_unpreconditioned_write,  // PGDN/PKDA write key k instead of B ⊙ k
+  gka_constant_lambda,          // GKA lambda fixed at 0.25 instead of a·||H_t||_F
+  chebyshev_omega0_wrong,       // Chebyshev weight schedule started at 1
+  gka_norm_previous_token,      // GKA ||H||_F of the previous token
+  kla_gate_current_precision,   // KLA-K f_t from Lambda_t instead of Lambda_{t-1}
+  accumulate_in_16bit,          // products accumulate in bf16/fp16 instead of fp32
+  h0_ignored,                   // initial state ignored: chunk forms start from zero
+  scale_applied_twice,          // output scaled by scale^2
+  state_leaks_across_heads,     // a head starts from the previous head's final state
+  last_partial_chunk_dropped,   // floor(T/C) chunks: the last partial chunk is skipped
+  scan_operands_swapped,        // Blelloch down-sweep composes L ⊕ P instead of P ⊕ L
+  scan_carry_inclusive,         // chunked scan: chunk c's carry-in includes its own aggregate
+};
+
+namespace mutant_detail {
+// constinit: no TLS init wrapper, a plain thread-local load.
+inline constinit thread_local Mutant active = Mutant::none;
+}  // namespace mutant_detail
+
+// The mutant active on this thread (Mutant::none unless a MutantScope is open).
+inline Mutant active_mutant() { return mutant_detail::active; }
+
+// True when `m` is the active mutant: the test at each injection point.
+inline bool mutated(Mutant m) { return mutant_detail::active == m; }
+
+// Activates a mutant on this thread for the scope's lifetime and restores the
+// previous one after (scopes nest; Mutant::none switches mutation off inside).
+class MutantScope {
+ public:
+  explicit MutantScope(Mutant m) : saved_(mutant_detail::active) { mutant_detail::active = m; }
+  ~MutantScope() { mutant_detail::active = saved_; }
+  MutantScope(const MutantScope&) = delete;
+  MutantScope& operator=(const MutantScope&) = delete;
+
+ private:
+  Mutant saved_;
+};
+
+}  // namespace ttr

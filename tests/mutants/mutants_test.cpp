@@ -1,0 +1,233 @@
+// The mutant catalogue (oracles/mutants.hpp, reference/core/mutant.hpp): every
+// catalogued bug really bites on every (layer, form) it claims, under the
+// conditions it lists; switched off, it leaves the form bit-identical; and no
+// mutant ever reaches a sequential form (the oracle's definitions).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "oracles/error.hpp"
+#include "oracles/io/safetensors.hpp"
+#include "oracles/mutants.hpp"
+#include "oracles/registry.hpp"
+#include "oracles/vectors.hpp"
+#include "tests/support/cli.hpp"
+
+namespace ttr::test {
+namespace {
+
+// The demo case (B = 1, T = 128, H = 2, K = V = 16) set up the way the mutant
+// needs it: its config pairs, its optional inputs drawn (h0 …), and a chunk size
+// giving 8 chunks — or, for the partial-chunk mutant, 5 full chunks and one of 8.
+struct MutantCase {
+  TensorMap<double> inputs;
+  Config config;
+  int chunk = 16;
+};
+
+MutantCase case_for(const MutantInfo& m, const std::string& layer) {
+  const LayerSpec& spec = find_layer(layer).spec;
+  VectorCase c = suite_cases(spec, "demo").at(0);
+  if (!m.needs.inputs.empty()) c.regime.optional_inputs = true;
+  for (const auto& kv : m.needs.config) c.config.push_back(kv);
+  MutantCase mc{generate_inputs(spec, c, 0), Config::make(spec, c.config), m.needs.partial_last_chunk ? 24 : 16};
+  const std::int64_t T = c.dims.at("T");
+  EXPECT_GE(T, m.needs.min_chunks * mc.chunk) << "the case must satisfy the mutant's min_chunks";
+  EXPECT_EQ(T % mc.chunk != 0, m.needs.partial_last_chunk);
+  for (const auto& name : m.needs.inputs) EXPECT_TRUE(mc.inputs.count(name)) << name;
+  return mc;
+}
+
+// Normwise relative change of the output o: max_i |x_i − r_i| / max_i |r_i|; +inf
+// where x is not finite and r is (a NaN the mutant produced is a change, not a
+// vanishing term). o is what every layer returns and what a user of the kernel
+// reads; the diagnostics (GKA's kappa, resid) can swing by orders of magnitude
+// when λ or H_t changes and would say nothing about the output.
+double relative_change(const TensorMap<double>& x, const TensorMap<double>& ref) {
+  const Tensor<double>& r = ref.at("o");
+  const Tensor<double>& c = x.at("o");
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < r.data.size(); ++i) {
+    if (!std::isfinite(c.data[i]) && std::isfinite(r.data[i])) return INFINITY;
+    err = std::max(err, std::fabs(c.data[i] - r.data[i]));
+    scale = std::max(scale, std::fabs(r.data[i]));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+// Bit-for-bit equality of every output (NaN payloads included).
+bool bit_identical(const TensorMap<double>& a, const TensorMap<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [name, x] : a) {
+    const auto it = b.find(name);
+    if (it == b.end() || it->second.shape != x.shape || it->second.data.size() != x.data.size()) return false;
+    if (std::memcmp(x.data.data(), it->second.data.data(), x.data.size() * sizeof(double)) != 0) return false;
+  }
+  return true;
+}
+
+TensorMap<double> run(const std::string& layer, Form form, Tier tier, const MutantCase& c) {
+  return run_layer(find_layer(layer), form, {tier, 0}, c.inputs, c.config, c.chunk).values;
+}
+
+TEST(MutantSwitch, ScopesNestAndRestore) {
+  EXPECT_EQ(active_mutant(), Mutant::none);
+  {
+    const MutantScope outer(Mutant::ut_beta_dropped);
+    EXPECT_TRUE(mutated(Mutant::ut_beta_dropped));
+    {
+      const MutantScope inner(Mutant::none);
+      EXPECT_EQ(active_mutant(), Mutant::none);
+      EXPECT_FALSE(mutated(Mutant::ut_beta_dropped));
+    }
+    EXPECT_EQ(active_mutant(), Mutant::ut_beta_dropped);
+  }
+  EXPECT_EQ(active_mutant(), Mutant::none);
+}
+
+// One entry per Mutant value, in order; stable kebab-case names that parse back;
+// every target a real chunk or scan form of the registry.
+TEST(MutantCatalogue, CompleteParsableAndAimedAtRealForms) {
+  const auto& cat = mutant_catalogue();
+  ASSERT_GE(cat.size(), 12u);
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < cat.size(); ++i) {
+    const MutantInfo& m = cat[i];
+    SCOPED_TRACE(m.name);
+    EXPECT_EQ(static_cast<std::size_t>(m.id), i + 1) << "catalogue in Mutant order, one entry per value";
+    EXPECT_TRUE(names.insert(m.name).second) << "duplicate name";
+    EXPECT_TRUE(std::all_of(m.name.begin(), m.name.end(),
+                            [](char ch) { return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '-'; }));
+    EXPECT_EQ(parse_mutant(m.name), m.id);
+    EXPECT_EQ(std::string(mutant_name(m.id)), m.name);
+    EXPECT_FALSE(m.description.empty());
+    EXPECT_FALSE(m.targets.empty());
+    for (const auto& t : m.targets) {
+      EXPECT_NE(t.form, Form::sequential) << t.layer;
+      EXPECT_TRUE(find_layer(t.layer).has_form(t.form)) << t.layer << " " << form_name(t.form);
+      EXPECT_TRUE(m.affects(t.layer, t.form));
+    }
+  }
+  EXPECT_EQ(parse_mutant("none"), Mutant::none);
+  try {
+    parse_mutant("causal-mask-off");
+    ADD_FAILURE() << "unknown mutant accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("causal-mask-off"), std::string::npos) << what;
+    for (const auto& m : cat) EXPECT_NE(what.find(m.name), std::string::npos) << what;
+  }
+}
+
+// The teeth: with the mutant active each claimed (layer, form) computes a clearly
+// different o — in fp64 by more than 1e-7 relative (the kaczmarz eps mutant, the
+// weakest, moves o by ~2e-6; fp64 rounding noise is ~1e-15); in the 16-bit tiers,
+// for the accumulation mutant that only exists there, by more than one unit
+// roundoff of the format (more than one rounding's worth), and further from the
+// fp64 result than the correct form is. Off again, the form is bit-identical to
+// its run before the scope (every output, not only o).
+TEST(Mutants, EachBitesWhereItClaimsAndVanishesWhenOff) {
+  for (const MutantInfo& m : mutant_catalogue()) {
+    const std::vector<Tier> tiers = m.needs.tiers.empty() ? std::vector<Tier>{Tier::fp64} : m.needs.tiers;
+    for (const MutantTarget& t : m.targets) {
+      SCOPED_TRACE(m.name + " on " + t.layer + " " + form_name(t.form));
+      const MutantCase c = case_for(m, t.layer);
+      for (Tier tier : tiers) {
+        SCOPED_TRACE(tier_name(tier));
+        const TensorMap<double> before = run(t.layer, t.form, tier, c);
+        TensorMap<double> mutant;
+        {
+          const MutantScope scope(m.id);
+          mutant = run(t.layer, t.form, tier, c);
+        }
+        const TensorMap<double> after = run(t.layer, t.form, tier, c);
+        EXPECT_TRUE(bit_identical(after, before)) << "the mutant left a trace after its scope closed";
+        const double change = relative_change(mutant, before);
+        if (tier == Tier::fp64) {
+          EXPECT_GT(change, 1e-7);
+          std::printf("%-28s %-26s %-5s fp64  change %.1e\n", m.name.c_str(), t.layer.c_str(), form_name(t.form),
+                      change);
+        } else {
+          const double u = tier == Tier::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+          const TensorMap<double> exact = run(t.layer, t.form, Tier::fp64, c);
+          const double err_ok = relative_change(before, exact), err_mut = relative_change(mutant, exact);
+          EXPECT_GT(change, u);
+          EXPECT_GT(err_mut, err_ok);
+          std::printf("%-28s %-26s %-5s %-5s change %.1f u, error %.1f u (correct form %.1f u)\n", m.name.c_str(),
+                      t.layer.c_str(), form_name(t.form), tier_name(tier), change / u, err_mut / u, err_ok / u);
+        }
+      }
+    }
+  }
+}
+
+// The sequential forms are the oracle: bit-identical under every mutant (in fp64,
+// and in bf16 — the tier the accumulation mutant is about).
+TEST(Mutants, NeverReachTheSequentialForms) {
+  for (const LayerEntry& e : registry()) {
+    if (!e.has_form(Form::sequential)) continue;
+    SCOPED_TRACE(e.spec.name);
+    VectorCase vc = suite_cases(e.spec, "demo").at(0);
+    vc.regime.optional_inputs = true;  // h0 and the other initial states too
+    const MutantCase c{generate_inputs(e.spec, vc, 0), Config::make(e.spec, vc.config), 16};
+    for (Tier tier : {Tier::fp64, Tier::bf16}) {
+      const TensorMap<double> ref = run(e.spec.name, Form::sequential, tier, c);
+      for (const MutantInfo& m : mutant_catalogue()) {
+        if (tier == Tier::bf16 && m.id != Mutant::accumulate_in_16bit) continue;
+        const MutantScope scope(m.id);
+        EXPECT_TRUE(bit_identical(run(e.spec.name, Form::sequential, tier, c), ref)) << m.name;
+      }
+    }
+  }
+}
+
+// The CLI: `mutants --json` lists the catalogue; `run --mutant` mutates the chunk
+// form, rejects the sequential form and unknown names with exit 2.
+TEST(MutantsCli, ListAndRun) {
+  const CliResult list = run_cli({"mutants", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const nlohmann::json j = nlohmann::json::parse(list.out);
+  ASSERT_EQ(j.size(), mutant_catalogue().size());
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    EXPECT_EQ(j[i]["name"], mutant_catalogue()[i].name);
+    EXPECT_EQ(j[i]["targets"].size(), mutant_catalogue()[i].targets.size());
+  }
+
+  const TempDir dir;
+  const std::string in = std::string(TTR_SOURCE_DIR) + "/examples/demo/gated_delta_rule.demo.realistic_small.inputs.safetensors";
+  const auto run_chunk = [&](const std::string& out, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"run", "--layer", "gated_delta_rule", "--in", in, "--out", dir / out,
+                                     "--arith", "fp64", "--form", "chunk", "--chunk-size", "16"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  ASSERT_EQ(run_chunk("ok.safetensors", {}).exit_code, 0);
+  const CliResult mut = run_chunk("mut.safetensors", {"--mutant", "ut-beta-dropped"});
+  ASSERT_EQ(mut.exit_code, 0) << mut.err;
+  const auto ok_file = io::read_safetensors(dir / "ok.safetensors");
+  const auto mut_file = io::read_safetensors(dir / "mut.safetensors");
+  EXPECT_EQ(mut_file.metadata.at("mutant"), "ut-beta-dropped");
+  EXPECT_NE(io::to_f64(ok_file.tensors.at("o"), "o"), io::to_f64(mut_file.tensors.at("o"), "o"));
+
+  const CliResult seq = run_cli({"run", "--layer", "gated_delta_rule", "--in", in, "--out", dir / "seq.safetensors",
+                                 "--arith", "fp64", "--form", "sequential", "--mutant", "ut-beta-dropped"});
+  EXPECT_EQ(seq.exit_code, 2);
+  EXPECT_NE(seq.err.find("sequential"), std::string::npos) << seq.err;
+  const CliResult bad = run_chunk("bad.safetensors", {"--mutant", "no-such-bug"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("h0-ignored"), std::string::npos) << bad.err;
+  const auto left = entries_of(dir.path());
+  EXPECT_EQ(std::count(left.begin(), left.end(), "seq.safetensors"), 0);
+  EXPECT_EQ(std::count(left.begin(), left.end(), "bad.safetensors"), 0);
+}
+
+}  // namespace
+}  // namespace ttr::test

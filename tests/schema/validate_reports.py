@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Report files validate against their schema; JUnit XML parses (docs/reports.md).
+
+Usage: validate_reports.py TTRCHECK WORKDIR
+
+Writes tiny vectors, checks a passing candidate (the chunk form in bf16) and a
+failing one (the oracle with one NaN, so that "inf" ratios and locations occur),
+validates both JSON reports against docs/schemas/report.schema.json, parses both
+JUnit files, records a baseline and validates it against baseline.schema.json.
+Run by CTest (tests/CMakeLists.txt); needs python3-jsonschema.
+"""
+import json
+import math
+import shutil
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+LAYER = "gated_delta_rule"
+
+
+def run(ttrcheck, *args, expect):
+    r = subprocess.run([ttrcheck, *args], capture_output=True, text=True)
+    if r.returncode != expect:
+        sys.exit(f"ttrcheck {' '.join(args)}: exit {r.returncode}, expected {expect}\n{r.stdout}{r.stderr}")
+    return r
+
+
+def read_safetensors(path):
+    raw = Path(path).read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    meta = header.pop("__metadata__", {})
+    data = raw[8 + n :]
+    tensors = {}
+    for name, e in header.items():
+        assert e["dtype"] == "F64", f"{path}: {name} is {e['dtype']}"
+        lo, hi = e["data_offsets"]
+        tensors[name] = (e["shape"], list(struct.unpack(f"<{(hi - lo) // 8}d", data[lo:hi])))
+    return tensors, meta
+
+
+def write_f32_safetensors(path, tensors, meta):
+    header, blobs, off = {"__metadata__": meta}, [], 0
+    for name in sorted(tensors):
+        shape, values = tensors[name]
+        blob = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(blob)]}
+        blobs.append(blob)
+        off += len(blob)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    Path(path).write_bytes(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def validator(name):
+    schema = json.loads((SCHEMAS / name).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def validate(v, path):
+    errors = sorted(v.iter_errors(json.loads(Path(path).read_text())), key=lambda e: list(e.path))
+    if errors:
+        sys.exit(f"{path} does not validate:\n" + "\n".join(f"  {list(e.path)}: {e.message}" for e in errors))
+
+
+def parse_junit(path, failures):
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites", root.tag
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == 1, f"{path}: {len(cases)} testcases"
+    assert cases[0].get("classname") == LAYER and cases[0].get("name").startswith(LAYER + "/")
+    got = len(cases[0].findall("failure"))
+    assert got == failures, f"{path}: {got} failures, expected {failures}"
+    assert int(root.get("failures")) == failures
+
+
+def main():
+    ttrcheck, work = sys.argv[1], Path(sys.argv[2])
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    vec = work / "vectors"
+    run(ttrcheck, "vectors", "--layer", LAYER, "--suite", "tiny", "--seed", "5", "--out", str(vec), expect=0)
+    inputs = vec / f"{LAYER}.tiny.basic.inputs.safetensors"
+    oracle = vec / f"{LAYER}.tiny.basic.oracle.safetensors"
+
+    good = work / "good.safetensors"
+    run(ttrcheck, "run", "--layer", LAYER, "--in", str(inputs), "--out", str(good), "--arith", "bf16", "--form",
+        "chunk", expect=0)
+    tensors, meta = read_safetensors(oracle)
+    shape, o = tensors["o"]
+    o[len(o) // 2] = math.nan
+    bad = work / "nan.safetensors"
+    write_f32_safetensors(bad, tensors, {"layer": LAYER})
+
+    report_v = validator("report.schema.json")
+    for name, cand, code in (("good", good, 0), ("nan", bad, 1)):
+        report, junit = work / f"{name}.json", work / f"{name}.xml"
+        run(ttrcheck, "check", "--layer", LAYER, "--in", str(inputs), "--candidate", str(cand), "--oracle", str(oracle),
+            "--report", str(report), "--junit", str(junit), expect=code)
+        validate(report_v, report)
+        parse_junit(junit, failures=code)
+    doc = json.loads((work / "nan.json").read_text())
+    o_entry = doc["checks"][0]["tensors"][0]
+    assert o_entry["name"] == "o" and o_entry["max_ratio"] == "inf" and o_entry["nan_count"] == 1, o_entry
+    ht_entry = doc["checks"][0]["tensors"][1]
+    assert ht_entry["worst"]["t"] is None, ht_entry  # a state row has no token
+
+    baseline = work / "baseline.json"
+    run(ttrcheck, "baseline", "record", "--report", str(work / "good.json"), "--out", str(baseline), expect=0)
+    validate(validator("baseline.schema.json"), baseline)
+    run(ttrcheck, "baseline", "compare", "--baseline", str(baseline), "--report", str(work / "good.json"), expect=0)
+    shutil.rmtree(work)
+    print("reports, JUnit and baseline files are valid")
+
+
+if __name__ == "__main__":
+    main()
