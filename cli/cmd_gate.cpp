@@ -64,6 +64,7 @@ Command add_gate(CLI::App& app) {
   auto* cmd = app.add_subcommand("gate", "run the built-in suite on the built-in CPU kernels and print verdicts");
   cmd->add_option("--suite", o->gate.suite, "default|full");
   cmd->add_option("--layer", o->gate.layers, "only these layers (repeatable)");
+  cmd->add_option("--case", o->gate.cases, "only these cases of the suite (repeatable)");
   cmd->add_option("--seed", o->gate.seed, "first seed");
   cmd->add_option("--seeds", o->gate.seeds, "seeds per case (default: the suite's)")->check(CLI::Range(1, 100000));
   cmd->add_option("--threads", o->gate.threads, "worker threads (default: all cores)")->check(CLI::Range(1, 1024));

@@ -143,7 +143,14 @@ std::vector<std::pair<std::string, std::string>> gate_config(const LayerSpec& sp
 }
 
 GateResult run_gate(const GateOptions& opt) {
-  const std::vector<GateCase> cases = gate_cases(opt.suite);
+  std::vector<GateCase> cases = gate_cases(opt.suite);
+  for (const auto& name : opt.cases)
+    if (std::none_of(cases.begin(), cases.end(), [&](const GateCase& c) { return c.name == name; }))
+      throw InputError(fmt::format("suite '{}' has no case '{}'", opt.suite, name));
+  if (!opt.cases.empty())
+    std::erase_if(cases, [&](const GateCase& c) {
+      return std::find(opt.cases.begin(), opt.cases.end(), c.name) == opt.cases.end();
+    });
   const Mutant mutant = opt.mutant.empty() ? Mutant::none : parse_mutant(opt.mutant);
   for (const auto& name : opt.layers) find_layer(name);  // InputError for unknown layers
   std::vector<Unit> units;

@@ -33,6 +33,7 @@ struct GateOptions {
   std::string suite = "default";        // default | full
   std::vector<std::string> layers;      // empty: every layer with a chunk or scan form
   std::vector<Form> forms;              // empty: every chunk and scan form
+  std::vector<std::string> cases;       // empty: every case of the suite
   std::uint64_t seed = 0;               // first seed
   int seeds = 0;                        // > 0: seeds per case instead of the suite's
   int threads = 0;                      // 0: hardware concurrency
