@@ -76,6 +76,12 @@ Command add_gate(CLI::App& app) {
     if (o->criterion == "model") o->gate.criterion = Criterion::model;
     else if (o->criterion == "fla") o->gate.criterion = Criterion::fla;
     else throw InputError(fmt::format("unknown criterion '{}' (model|fla)", o->criterion));
+    // Usage errors and an unwritable report directory are found before the
+    // suite runs rather than after it.
+    validate_gate_options(o->gate);
+    std::error_code ec;
+    std::filesystem::create_directories(o->out, ec);
+    if (ec) throw InputError(fmt::format("{}: cannot create the report directory: {}", o->out, ec.message()));
     const bool tty = isatty(STDERR_FILENO);
     const auto t0 = std::chrono::steady_clock::now();
     if (tty)
@@ -91,7 +97,6 @@ Command add_gate(CLI::App& app) {
     print_verdicts(r, threshold);
     std::vector<std::pair<std::string, CheckResult>> checks;
     for (const GateCheck& c : r.checks) checks.emplace_back(c.id, c.result);
-    std::filesystem::create_directories(o->out);
     write_report(o->out + "/report.json", report_json("gate", checks));
     write_junit(o->out + "/junit.xml", junit_xml("ttrcheck-gate", checks));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

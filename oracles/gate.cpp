@@ -142,17 +142,23 @@ std::vector<std::pair<std::string, std::string>> gate_config(const LayerSpec& sp
   return {};
 }
 
-GateResult run_gate(const GateOptions& opt) {
-  std::vector<GateCase> cases = gate_cases(opt.suite);
+void validate_gate_options(const GateOptions& opt) {
+  const std::vector<GateCase> cases = gate_cases(opt.suite);
   for (const auto& name : opt.cases)
     if (std::none_of(cases.begin(), cases.end(), [&](const GateCase& c) { return c.name == name; }))
       throw InputError(fmt::format("suite '{}' has no case '{}'", opt.suite, name));
+  for (const auto& name : opt.layers) find_layer(name);
+  if (!opt.mutant.empty()) parse_mutant(opt.mutant);
+}
+
+GateResult run_gate(const GateOptions& opt) {
+  validate_gate_options(opt);
+  std::vector<GateCase> cases = gate_cases(opt.suite);
   if (!opt.cases.empty())
     std::erase_if(cases, [&](const GateCase& c) {
       return std::find(opt.cases.begin(), opt.cases.end(), c.name) == opt.cases.end();
     });
   const Mutant mutant = opt.mutant.empty() ? Mutant::none : parse_mutant(opt.mutant);
-  for (const auto& name : opt.layers) find_layer(name);  // InputError for unknown layers
   std::vector<Unit> units;
   std::size_t total = 0;
   for (const LayerEntry& e : registry()) {

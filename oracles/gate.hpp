@@ -59,6 +59,8 @@ std::vector<GateCase> gate_cases(const std::string& suite);  // InputError for u
 // The layer's configuration in the gate (GKA runs its chunkwise solver).
 std::vector<std::pair<std::string, std::string>> gate_config(const LayerSpec& spec);
 
+// InputError naming the first unknown suite, case, layer or mutant.
+void validate_gate_options(const GateOptions& opt);
 GateResult run_gate(const GateOptions& opt);
 
 }  // namespace ttr

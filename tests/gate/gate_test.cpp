@@ -76,6 +76,7 @@ TEST(GateCli, WritesReportsAndExitsByVerdict) {
   EXPECT_EQ(run_cli({"gate", "--suite", "nope"}).exit_code, 2);
   EXPECT_EQ(run_cli({"gate", "--layer", "nope"}).exit_code, 2);
   EXPECT_EQ(run_cli({"gate", "--mutant", "nope"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"gate", "--case", "nope"}).exit_code, 2);
 }
 
 }  // namespace
