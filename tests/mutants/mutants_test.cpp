@@ -202,7 +202,7 @@ TEST(MutantsCli, ListAndRun) {
   }
 
   const TempDir dir;
-  const std::string in = std::string(TTR_SOURCE_DIR) + "/examples/demo/gated_delta_rule.demo.realistic_small.inputs.safetensors";
+  const std::string in = (source_dir() / "examples/demo/gated_delta_rule.demo.realistic_small.inputs.safetensors").string();
   const auto run_chunk = [&](const std::string& out, const std::vector<std::string>& extra) {
     std::vector<std::string> args = {"run", "--layer", "gated_delta_rule", "--in", in, "--out", dir / out,
                                      "--arith", "fp64", "--form", "chunk", "--chunk-size", "16"};

@@ -47,6 +47,8 @@ CliResult run_cli(const std::vector<std::string>& args) {
   return r;
 }
 
+std::filesystem::path source_dir() { return TTR_SOURCE_DIR; }
+
 std::vector<std::string> entries_of(const std::filesystem::path& dir) {
   std::vector<std::string> out;
   std::error_code ec;

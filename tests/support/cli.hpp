@@ -15,6 +15,9 @@ struct CliResult {
 // Runs TTRCHECK_EXE with `args` (no shell: arguments are passed verbatim).
 CliResult run_cli(const std::vector<std::string>& args);
 
+// The repository root (where examples/ and docs/ live), fixed at configure time.
+std::filesystem::path source_dir();
+
 // File names directly in `dir` (empty when it does not exist): what a failed
 // command must not have left behind.
 std::vector<std::string> entries_of(const std::filesystem::path& dir);
