@@ -6,7 +6,8 @@ Usage: validate_reports.py TTRCHECK WORKDIR
 Writes tiny vectors, checks a passing candidate (the chunk form in bf16) and a
 failing one (the oracle with one NaN, so that "inf" ratios and locations occur),
 validates both JSON reports against docs/schemas/report.schema.json, parses both
-JUnit files, records a baseline and validates it against baseline.schema.json.
+JUnit files, records a baseline and validates it against baseline.schema.json,
+and validates one `ttrcheck proofs --json` result against proofs.schema.json.
 Run by CTest (tests/CMakeLists.txt); needs python3-jsonschema.
 """
 import json
@@ -116,8 +117,13 @@ def main():
     run(ttrcheck, "baseline", "record", "--report", str(work / "good.json"), "--out", str(baseline), expect=0)
     validate(validator("baseline.schema.json"), baseline)
     run(ttrcheck, "baseline", "compare", "--baseline", str(baseline), "--report", str(work / "good.json"), expect=0)
+
+    proofs = work / "proofs.json"
+    first = run(ttrcheck, "proofs", "--list", "--skip-slow", expect=0).stdout.split()[0]
+    run(ttrcheck, "proofs", "--only", first, "--json", str(proofs), expect=0)
+    validate(validator("proofs.schema.json"), proofs)
     shutil.rmtree(work)
-    print("reports, JUnit and baseline files are valid")
+    print("reports, JUnit, baseline and proofs files are valid")
 
 
 if __name__ == "__main__":
