@@ -94,9 +94,12 @@ TensorMap<double> load_candidate(const std::string& path, const LayerSpec& spec,
 
 // Reads a stored oracle and checks it belongs to this check: written for the same
 // layer and config, F64 (an oracle in a narrower dtype would itself be wrong by
-// more than an fp32 kernel), every output present with the inputs' shapes.
+// more than an fp32 kernel), computed from these inputs (its `inputs_digest`;
+// oracles written before the digest existed have none and are taken on trust),
+// every output present with the inputs' shapes.
 TensorMap<double> load_oracle(const std::string& path, const LayerSpec& spec, const Config& cfg,
-                              const std::map<std::string, Shape>& shapes) {
+                              const std::map<std::string, Shape>& shapes, const LoadedInputs& in,
+                              const std::string& in_path) {
   const io::TensorFile f = io::read_safetensors(path);
   const auto& m = f.metadata;
   const auto layer = m.find("layer");
@@ -110,6 +113,12 @@ TensorMap<double> load_oracle(const std::string& path, const LayerSpec& spec, co
     const nlohmann::json stored = nlohmann::json::parse(c->second, nullptr, false);
     if (stored != nlohmann::json::parse(cfg.json()))
       throw InputError(fmt::format("{}: oracle config {} differs from this check's {}", path, c->second, cfg.json()));
+  }
+  if (const auto d = m.find("inputs_digest"); d != m.end()) {
+    const std::string here = inputs_digest(in.inputs.tensors);
+    if (d->second != here)
+      throw InputError(fmt::format("{}: oracle was computed from other inputs (inputs_digest {}; {} has {})", path,
+                                   d->second, in_path, here));
   }
   TensorMap<double> out;
   for (const auto& ts : spec.outputs) {
@@ -182,7 +191,7 @@ Command add_check(CLI::App& app) {
     ms.samples = o->samples;
     ms.seed = o->seed;
     const TensorMap<double> oracle =
-        o->oracle.empty() ? compute_oracle_values(in) : load_oracle(o->oracle, spec, in.config, shapes);
+        o->oracle.empty() ? compute_oracle_values(in) : load_oracle(o->oracle, spec, in.config, shapes, in, o->in);
 
     const ErrorModel model = model_errors(*in.layer, in.inputs.tensors, in.config, oracle, ms);
     const CheckResult result = compare(spec, oracle, model, candidate);

@@ -1,6 +1,8 @@
 #include "oracles/oracle.hpp"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -19,6 +21,21 @@ io::TensorFile to_file(const TensorMap<double>& tensors, io::DType dtype, std::m
   return f;
 }
 
+std::string inputs_digest(const TensorMap<double>& inputs) {
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
+  const auto bytes = [&h](std::uint64_t x, int n) {
+    for (int i = 0; i < n; ++i, x >>= 8) h = (h ^ (x & 0xFFu)) * 1099511628211ull;
+  };
+  for (const auto& [name, t] : inputs) {  // std::map: name order
+    for (unsigned char c : name) bytes(c, 1);
+    bytes(0, 1);
+    bytes(t.shape.size(), 8);
+    for (auto d : t.shape) bytes(static_cast<std::uint64_t>(d), 8);
+    for (double x : t.data) bytes(std::bit_cast<std::uint64_t>(x), 8);
+  }
+  return fmt::format("fnv1a64:{:016x}", h);
+}
+
 io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, const Config& cfg,
                               const OracleOptions& opt, const std::map<std::string, std::string>& input_metadata) {
   const LayerResult point = run_layer(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size);
@@ -29,6 +46,7 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   meta["working_bits"] = std::to_string(point.working_bits);
   meta["certified"] = opt.certified ? "true" : "false";
   if (const auto s = input_metadata.find("seed"); s != input_metadata.end()) meta["seed"] = s->second;
+  meta["inputs_digest"] = inputs_digest(in.tensors);
   // Values beyond float64's range (KLA-K's precision with p̄ = 0 grows like ā^{-2t})
   // are written as ±inf; say so in the metadata rather than let it pass unnoticed.
   std::string nonfinite;

@@ -30,8 +30,14 @@ std::map<std::string, std::string> base_metadata(const std::string& kind, const 
 io::TensorFile to_file(const TensorMap<double>& tensors, io::DType dtype,
                        std::map<std::string, std::string> metadata);
 
+// A digest of input values (names, shapes and every value's float64 bits, in
+// name order): "fnv1a64:<16 hex digits>". Recorded in an oracle's metadata as
+// `inputs_digest` so that `check --oracle` refuses an oracle computed from other
+// inputs. It guards against mix-ups, not against forgery (not cryptographic).
+std::string inputs_digest(const TensorMap<double>& inputs);
+
 // Runs the oracle and returns the output file (F64). `seed` is copied from the
-// inputs' metadata when present.
+// inputs' metadata when present; `inputs_digest` identifies the inputs.
 io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, const Config& cfg,
                               const OracleOptions& opt, const std::map<std::string, std::string>& input_metadata);
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "oracles/io/safetensors.hpp"
+#include "oracles/oracle.hpp"
 #include "tests/support/cli.hpp"
 #include "tests/support/vectors_fixture.hpp"
 
@@ -258,6 +259,51 @@ TEST_F(CliCheck, OracleForAnotherConfigExits2) {
   const CliResult r = check(candidate(), {"--oracle", oracle(), "--set", "scale=0.25"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(oracle() + ": oracle config"), std::string::npos) << r.err;
+}
+
+// The oracle records a digest of the inputs it was computed from; one changed
+// input value (same layer, config and shapes) makes it someone else's oracle.
+TEST_F(CliCheck, OracleOfOtherInputsExits2) {
+  ttr::io::TensorFile f = ttr::io::read_safetensors(inputs());
+  auto& q = f.tensors.at("q");
+  std::vector<double> values = ttr::io::to_f64(q, "q");
+  values[0] += 0.0625;  // one value, by an amount every input dtype represents
+  q = ttr::io::from_f64(values, q.shape, q.dtype);
+  const std::string edited = work_ / "edited.inputs.safetensors";
+  ttr::io::write_safetensors_atomic(edited, f);
+  fs::create_directories(out_dir());
+  const CliResult r = run_cli({"check", "--layer", kLayer, "--in", edited, "--candidate", candidate(), "--oracle",
+                               oracle(), "--report", report()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(one_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find(oracle() + ": oracle was computed from other inputs"), std::string::npos) << r.err;
+  EXPECT_TRUE(entries_of(out_dir()).empty());
+  // The unedited inputs carry the digest the oracle recorded.
+  EXPECT_EQ(ttr::io::read_safetensors(oracle()).metadata.at("inputs_digest"),
+            ttr::inputs_digest(read_tensors(inputs())));
+}
+
+// FNV-1a over nothing is its offset basis; every part of the input moves it.
+TEST(InputsDigest, CoversNamesShapesAndValueBits) {
+  EXPECT_EQ(ttr::inputs_digest({}), "fnv1a64:cbf29ce484222325");
+  TensorMap<double> a;
+  a["q"] = Tensor<double>{{1, 2}, 0.0};
+  a["q"].data = {1.0, 2.0};
+  const std::string base = ttr::inputs_digest(a);
+  TensorMap<double> renamed;
+  renamed["k"] = a["q"];
+  TensorMap<double> reshaped = a;
+  reshaped["q"].shape = {2, 1};
+  TensorMap<double> signed_zero = a;
+  signed_zero["q"].data = {1.0, 2.0};
+  signed_zero["q"].data.push_back(-0.0);
+  signed_zero["q"].shape = {1, 3};
+  TensorMap<double> plus_zero = signed_zero;
+  plus_zero["q"].data[2] = 0.0;
+  EXPECT_NE(ttr::inputs_digest(renamed), base);
+  EXPECT_NE(ttr::inputs_digest(reshaped), base);
+  EXPECT_NE(ttr::inputs_digest(signed_zero), ttr::inputs_digest(plus_zero));
+  EXPECT_EQ(ttr::inputs_digest(a), base);
 }
 
 TEST_F(CliCheck, InputsGivenAsOracleExit2) {
