@@ -416,6 +416,150 @@ std::vector<Entry> lemma1_entries() {
 }
 
 // ---------------------------------------------------------------------------
+// §4.2.2 backward recurrences: eqs. (8)-(10) and the intra-/cross-chunk forms of
+// B_i. A_i := Σ_{t≥i} M_{i,t} dq_t x_tᵀ, B_i := Σ_{t≥i} M_{i,t} w_t H_t; by eq. (7)
+// dk_i = −A_ik_i − A_iᵀk_i − B_ik_i, which is compared with reverse mode.
+using Mat = Vec<mp>;
+Mat outer2(const Vec<mp>& a, const Vec<mp>& b) {
+  const int K = static_cast<int>(a.size());
+  Mat o(static_cast<std::size_t>(K) * K);
+  for (int i = 0; i < K; ++i)
+    for (int j = 0; j < K; ++j) o[at(K, i, j)] = a[i] * b[j];
+  return o;
+}
+mp w_of(const Seq& s, const Plain& p, int t) {
+  return 2 * s.a * dot(p.f.x[t].data(), p.dq[t].data(), s.K) / p.f.fro[t];
+}
+// By definition (sums over t ≥ i with M_{i,t} = ζ_t/ζ_i), 0-based i.
+Mat A_def(const Seq& s, const Plain& p, int i) {
+  Mat A(static_cast<std::size_t>(s.K) * s.K, mp(0));
+  for (int t = i; t < s.T; ++t) {
+    const Mat o = outer2(p.dq[t], p.f.x[t]);
+    for (std::size_t e = 0; e < A.size(); ++e) A[e] += p.zeta[t] / p.zeta[i] * o[e];
+  }
+  return A;
+}
+Mat B_def(const Seq& s, const Plain& p, int i, int t_hi) {  // Σ_{t=i}^{t_hi}
+  Mat B(static_cast<std::size_t>(s.K) * s.K, mp(0));
+  for (int t = i; t <= t_hi; ++t)
+    for (std::size_t e = 0; e < B.size(); ++e) B[e] += p.zeta[t] / p.zeta[i] * w_of(s, p, t) * p.f.H[t][e];
+  return B;
+}
+
+template <class Fn>
+Entry chunk_entry(std::string id, std::string ref, std::string statement, std::string how, Fn fn) {
+  return gka_entry(id, ref, statement, Method::finite_differences, how, Status::holds, "",
+                   [id, fn](const RunOptions& opt) {
+                     return over_sequences(opt, id, true, false, fn, kVsReverse);
+                   });
+}
+
+std::vector<Entry> chunk_backward_entries() {
+  std::vector<Entry> v;
+  // The recursions run backwards from the last token: X_T = term_T, X_i = γ_{i+1}X_{i+1} + term_i.
+  auto backward = [](const Seq& s, auto term) {
+    std::vector<Mat> X(s.T);
+    for (int i = s.T - 1; i >= 0; --i) {
+      X[i] = term(i);
+      if (i + 1 < s.T)
+        for (std::size_t e = 0; e < X[i].size(); ++e) X[i][e] += s.gamma[i + 1] * X[i + 1][e];
+    }
+    return X;
+  };
+  v.push_back(chunk_entry(
+      "gka.eq8.A_recursion", "eq. (8)", "A_i = γ_{i+1}A_{i+1} + dq_i(x*_i)ᵀ for A_i := Σ_{t≥i} M_{i,t}dq_t(x*_t)ᵀ",
+      "recursion vs the definition, and −A_ik_i − A_iᵀk_i (+ the w term) vs reverse mode of the exact forward",
+      [backward](const Seq& s, const Plain& p, const Grad& g, RelErr&, RelErr& ec) {
+        const auto A = backward(s, [&](int i) { return outer2(p.dq[i], p.f.x[i]); });
+        for (int i = 0; i < s.T; ++i) {
+          ec.add(A[i], A_def(s, p, i));
+          const Mat B = B_def(s, p, i, s.T - 1);
+          const Vec<mp> Ak = matvec(A[i], s.k[i], s.K), Bk = matvec(B, s.k[i], s.K);
+          Vec<mp> ATk(s.K, mp(0)), dk(s.K);
+          for (int a = 0; a < s.K; ++a)
+            for (int b = 0; b < s.K; ++b) ATk[a] += A[i][at(s.K, b, a)] * s.k[i][b];
+          for (int a = 0; a < s.K; ++a) dk[a] = -Ak[a] - ATk[a] - Bk[a];
+          ec.add(dk, g.dk[i]);
+        }
+      }));
+  v.push_back(chunk_entry(
+      "gka.eq9.B_recursion", "eq. (9)", "B_i = γ_{i+1}B_{i+1} + w_iH_i, o_i = B_ik_i, for B_i := Σ_{t≥i} M_{i,t}w_tH_t",
+      "recursion vs the definition, and dk_i − (−A_ik_i − A_iᵀk_i) − (−o_i) = 0 with dk_i from reverse mode",
+      [backward](const Seq& s, const Plain& p, const Grad& g, RelErr&, RelErr& ec) {
+        const auto B = backward(s, [&](int i) {
+          Mat m = p.f.H[i];
+          const mp w = w_of(s, p, i);
+          for (auto& x : m) x *= w;
+          return m;
+        });
+        for (int i = 0; i < s.T; ++i) {
+          ec.add(B[i], B_def(s, p, i, s.T - 1));
+          const Mat A = A_def(s, p, i);
+          const Vec<mp> o = matvec(B[i], s.k[i], s.K), Ak = matvec(A, s.k[i], s.K);
+          Vec<mp> dk(s.K);
+          for (int a = 0; a < s.K; ++a) {
+            mp ATk = 0;
+            for (int b = 0; b < s.K; ++b) ATk += A[at(s.K, b, a)] * s.k[i][b];
+            dk[a] = -Ak[a] - ATk - o[a];
+          }
+          ec.add(dk, g.dk[i]);
+        }
+      }));
+  v.push_back(chunk_entry(
+      "gka.eq10.B_intra_inter", "eq. (10)", "B_i = M_{i,C}γ_{C+1}B_{C+1} + B_i^intra, B_i^intra := Σ_{c=i}^{C} M_{i,c}w_cH_c",
+      "chunk = tokens 1..C (C = T − 2), B_{C+1} the future's; vs B_i by definition, every i ≤ C",
+      [](const Seq& s, const Plain& p, const Grad&, RelErr&, RelErr& ec) {
+        const int C = s.T - 2;  // 1-based chunk 1..C is 0-based 0..C-1; token C+1 is index C
+        const Mat Bnext = B_def(s, p, C, s.T - 1);
+        for (int i = 0; i < C; ++i) {
+          Mat B = B_def(s, p, i, C - 1);  // B_i^intra
+          const mp f = p.zeta[C - 1] / p.zeta[i] * s.gamma[C];  // M_{i,C} γ_{C+1}
+          for (std::size_t e = 0; e < B.size(); ++e) B[e] += f * Bnext[e];
+          ec.add(B, B_def(s, p, i, s.T - 1));
+        }
+      }));
+  v.push_back(chunk_entry(
+      "gka.sec422.B_intra_chunkwise", "§4.2.2 (B^intra)",
+      "[B_1^intra k_1, …, B_C^intra k_C] = H_0(diag(b_1..b_C)K_C) + K_C((K_CᵀK_C) ⊙ M_w), b_i = Σ_c M_{i,c}w_cζ_c, "
+      "M_w = M diag(w) Mᵀ",
+      "chunk = all T tokens with a random PSD H_0; vs B_i^intra k_i = Σ_{c≥i} M_{i,c}w_cH_ck_i with H_c by the recursion",
+      [](const Seq& s, const Plain& p, const Grad&, RelErr&, RelErr& ec) {
+        const int C = s.T, K = s.K;
+        auto M = [&](int i, int c) { return c >= i ? p.zeta[c] / p.zeta[i] : mp(0); };
+        for (int i = 0; i < C; ++i) {
+          mp b = 0;
+          for (int c = 0; c < C; ++c) b += M(i, c) * w_of(s, p, c) * p.zeta[c];
+          Vec<mp> col = matvec(s.H0, s.k[i], K);
+          for (auto& x : col) x *= b;
+          for (int j = 0; j < C; ++j) {
+            mp mw = 0;  // (M diag(w) Mᵀ)_{j,i}
+            for (int c = 0; c < C; ++c) mw += M(j, c) * w_of(s, p, c) * M(i, c);
+            const mp kk = dot(s.k[j].data(), s.k[i].data(), K) * mw;
+            for (int a = 0; a < K; ++a) col[a] += s.k[j][a] * kk;
+          }
+          ec.add(col, matvec(B_def(s, p, i, C - 1), s.k[i], K));
+        }
+      }));
+  v.push_back(chunk_entry(
+      "gka.sec422.B_cross_chunk", "§4.2.2 (B̃ cross-chunk)",
+      "B̃_1 = ζ_C B̃_{C+1} + B̃_1^intra, B̃_1^intra := Σ_{c=1}^{C} ζ_c w_cH_c, with B̃_j := γ_jB_j (the sum is printed "
+      "from c = i, read as c = 1: B̃_1 has no free index)",
+      "chunk = tokens 1..C (C = T − 2); vs γ_1B_1 with B_1 by definition",
+      [](const Seq& s, const Plain& p, const Grad&, RelErr&, RelErr& ec) {
+        const int C = s.T - 2;
+        const Mat Bnext = B_def(s, p, C, s.T - 1);
+        Mat Bt(Bnext.size(), mp(0));
+        for (int c = 0; c < C; ++c)
+          for (std::size_t e = 0; e < Bt.size(); ++e) Bt[e] += p.zeta[c] * w_of(s, p, c) * p.f.H[c][e];
+        for (std::size_t e = 0; e < Bt.size(); ++e) Bt[e] += p.zeta[C - 1] * s.gamma[C] * Bnext[e];
+        Mat B1 = B_def(s, p, 0, s.T - 1);
+        for (auto& x : B1) x *= s.gamma[0];
+        ec.add(Bt, B1);
+      }));
+  return v;
+}
+
+// ---------------------------------------------------------------------------
 // Gating (App. B.2, eqs. (26)-(34)): one chunk of C tokens and the next token C+1,
 // cumulative log-gates G_1..G_{C+1} as independent variables, H_0 a random PSD state.
 struct Chunk {
@@ -814,7 +958,7 @@ std::vector<Entry> table1_entries() {
 
 std::vector<Entry> gka_gradient_entries() {
   std::vector<Entry> v = lemma1_entries();
-  for (auto* part : {&gating_entries, &table1_entries})
+  for (auto* part : {&chunk_backward_entries, &gating_entries, &table1_entries})
     for (auto& e : part()) v.push_back(std::move(e));
   for (auto& e : gka_solver_gradient_entries()) v.push_back(std::move(e));
   return v;
