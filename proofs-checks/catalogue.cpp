@@ -53,6 +53,7 @@ std::string to_string(Method m) {
     case Method::inequality_search: return "inequality_search";
     case Method::statistical: return "statistical";
     case Method::finite_differences: return "finite_differences";
+    case Method::reverse_mode: return "reverse_mode";
     case Method::none: return "none";
   }
   return "?";

@@ -28,7 +28,9 @@ enum class Paper { GKA, KLA_K, KLA_Z, PDN };
 enum class Status { holds, fails_as_printed, holds_with_correction, statistical_pass, not_checkable };
 
 // How an entry is checked (free text in `method`, one of these in JSON).
-enum class Method { exact_identity, inequality_search, statistical, finite_differences, none };
+// reverse_mode: against the adjoint of the exact computation, taped in MPFR
+// (an independent differentiator, not the formula under test).
+enum class Method { exact_identity, inequality_search, statistical, finite_differences, reverse_mode, none };
 
 struct RunOptions {
   std::uint64_t seed = 20261122;  // mixed with the entry id: entries are independent

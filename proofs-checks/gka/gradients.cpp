@@ -239,7 +239,7 @@ std::vector<Entry> lemma1_entries() {
       "gka.lemma1.dk_dq_exact", "Lemma 1",
       "with λ_t = a‖H_t‖_F, w_t = 2a x_tᵀdq_t/‖H_t‖_F: dk_i = Σ_{t≥i} M_{i,t}(−dq_t x_tᵀ − x_t dq_tᵀ − w_t H_t)k_i, "
       "dq_t = (H_t+λ_tI)⁻¹dx_t",
-      Method::finite_differences,
+      Method::reverse_mode,
       "reverse mode (Wengert list in MPFR, opt.bits) of H_t recursion + adaptive ridge + dense solve, loss Σ⟨dx_t,x_t⟩; "
       "both dq_t and dk_i compared; H_0 = 0 as in §4.2.2",
       Status::holds, "",
@@ -256,7 +256,7 @@ std::vector<Entry> lemma1_entries() {
             kVsReverse);
       }));
   v.push_back(gka_entry(
-      "gka.eq7.dk", "eq. (7)", "dk_i = Σ_{t≥i} M_{i,t}(−dq_t(x*_t)ᵀ − x*_t dq_tᵀ − w_t H_t) k_i", Method::finite_differences,
+      "gka.eq7.dk", "eq. (7)", "dk_i = Σ_{t≥i} M_{i,t}(−dq_t(x*_t)ᵀ − x*_t dq_tᵀ − w_t H_t) k_i", Method::reverse_mode,
       "as printed in mp vs reverse mode of the exact forward; half the points start from a random PSD H_0 (a chunk's "
       "initial state)",
       Status::holds, "",
@@ -271,7 +271,7 @@ std::vector<Entry> lemma1_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq23.dH", "eq. (23)", "dH_t = −dq_t(x*_t)ᵀ − a (H_t/‖H_t‖_F) ((x*_t)ᵀdq_t)  (gradient from dq_t only)",
-      Method::finite_differences,
+      Method::reverse_mode,
       "per point one solve: reverse mode of ⟨dx, (H+a‖H‖_F I)⁻¹q⟩ w.r.t. all K² entries of H (no symmetry imposed), "
       "H a random Gram matrix",
       Status::holds, "", [](const RunOptions& opt) {
@@ -308,7 +308,7 @@ std::vector<Entry> lemma1_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq24.dk_from_dH", "eq. (24)", "dk_i = Σ_{t≥i} (dH_t + dH_tᵀ) k_i ζ_t/ζ_i  (dH_t from eq. (23))",
-      Method::finite_differences, "eq. (23) then eq. (24) as printed vs reverse mode of the exact forward", Status::holds,
+      Method::reverse_mode, "eq. (23) then eq. (24) as printed vs reverse mode of the exact forward", Status::holds,
       "", [](const RunOptions& opt) {
         return over_sequences(
             opt, "gka.eq24.dk_from_dH", true, false,
@@ -320,7 +320,7 @@ std::vector<Entry> lemma1_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq25.dk_sign_of_w", "eq. (25)",
-      "dk_i = Σ_{t≥i} (ζ_t/ζ_i)(−dq_t⊗(x*_t)ᵀ − x*_t⊗dq_tᵀ + w_t H_t) k_i", Method::finite_differences,
+      "dk_i = Σ_{t≥i} (ζ_t/ζ_i)(−dq_t⊗(x*_t)ᵀ − x*_t⊗dq_tᵀ + w_t H_t) k_i", Method::reverse_mode,
       "as printed (+w_tH_t) and corrected (−w_tH_t) vs reverse mode of the exact forward", Status::fails_as_printed,
       "dk_i = Σ_{t≥i} (ζ_t/ζ_i)(−dq_t(x*_t)ᵀ − x*_t dq_tᵀ − w_t H_t) k_i: the w_t term enters with a minus sign, as "
       "in eqs. (7), (23), (24) and (50)",
@@ -343,7 +343,7 @@ std::vector<Entry> lemma1_entries() {
         id, grouped ? "eq. (51)" : "eq. (50)",
         std::string("dL/dk_l = −Σ_{t≥l} (Π_{i=l}^{t−1} γ_i)[⟨k_l,x_t⟩dL/dq_t + ⟨k_l,dL/dq_t⟩x_t + ") +
             (grouped ? "(2a⟨x_t,dL/dq_t⟩/‖H_t‖_F) H_t k_l]" : "(2a/‖H_t‖_F)⟨x_t,dL/dq_t⟩ H_t k_l]"),
-        Method::finite_differences,
+        Method::reverse_mode,
         "as printed vs reverse mode of the forward with eq. (CH)'s H_t = γ_tH_{t−1} + k_tk_tᵀ (gates varying in "
         "[0.5,1)); also vs reverse mode of eq. (42)'s shifted recursion, where the printed product is right",
         Status::fails_as_printed,
@@ -448,7 +448,7 @@ Mat B_def(const Seq& s, const Plain& p, int i, int t_hi) {  // Σ_{t=i}^{t_hi}
 
 template <class Fn>
 Entry chunk_entry(std::string id, std::string ref, std::string statement, std::string how, Fn fn) {
-  return gka_entry(id, ref, statement, Method::finite_differences, how, Status::holds, "",
+  return gka_entry(id, ref, statement, Method::reverse_mode, how, Status::holds, "",
                    [id, fn](const RunOptions& opt) {
                      return over_sequences(opt, id, true, false, fn, kVsReverse);
                    });
@@ -720,7 +720,7 @@ std::vector<Entry> gating_entries() {
         id, next ? "eq. (29)" : "eq. (28)",
         next ? "dH_{C+1}/dG_i = −exp(G_{C+1} − G_i) k_ik_iᵀ, i = 1..C"
              : "dH_c/dG_i = 0 (c<i); exp(G_i)H_0 + Σ_{j<i} exp(G_i−G_j)k_jk_jᵀ (c=i); −exp(G_c−G_i)k_ik_iᵀ (c>i)",
-        Method::finite_differences, how_rev + "; ⟨E_c, dH_c/dG_i⟩ for 2 random E_c per c, all i", Status::holds, "",
+        Method::reverse_mode, how_rev + "; ⟨E_c, dH_c/dG_i⟩ for 2 random E_c per c, all i", Status::holds, "",
         [id, next](const RunOptions& opt) {
           return over_chunks(
               opt, id,
@@ -741,7 +741,7 @@ std::vector<Entry> gating_entries() {
   // eqs. (30)-(33): dG_i for the loss Σ_{c=1}^{C+1} ⟨dH_c, H_c⟩.
   auto dG_entry = [&](std::string id, std::string ref, std::string statement, int form) {
     v.push_back(gka_entry(
-        id, ref, statement, Method::finite_differences, how_rev + "; loss Σ_{c=1}^{C+1}⟨dH_c, H_c⟩, random dH_c",
+        id, ref, statement, Method::reverse_mode, how_rev + "; loss Σ_{c=1}^{C+1}⟨dH_c, H_c⟩, random dH_c",
         Status::holds, "", [id, form](const RunOptions& opt) {
           return over_chunks(
               opt, id,
@@ -790,7 +790,7 @@ std::vector<Entry> gating_entries() {
       "gka.eq34.dG_ridge_term", "eq. (34)",
       "the ½w_tH_t part of dH_t gives dG_i ∋ ½⟨w_iH_i,H_i⟩ − ½k_iᵀB_ik_i and dG_{C+1} ∋ ½e^{G_C}⟨B̃_{C+1},H_0⟩ + "
       "½Σ_j e^{G_C−G_j}k_jᵀB̃_{C+1}k_j",
-      Method::finite_differences,
+      Method::reverse_mode,
       how_rev + "; dH_c = −½w_cH_c (c ≤ C, the sign it has in dH_t = −dq_tx_tᵀ − ½w_tH_t), dH_{C+1} = −½B_{C+1} "
                 "(aggregated future, random symmetric B_{C+1}), B_i by eq. (9)/(10), B̃_{C+1} = γ_{C+1}B_{C+1}",
       Status::holds_with_correction,
@@ -864,7 +864,7 @@ System random_system(std::mt19937_64& rng, int n) {
 std::vector<Entry> table1_entries() {
   std::vector<Entry> v;
   v.push_back(gka_entry(
-      "gka.table1.exact", "Table 1", "exact row: x* = (H+λI)⁻¹q ⇒ dq* = (H+λI)⁻¹dx*", Method::finite_differences,
+      "gka.table1.exact", "Table 1", "exact row: x* = (H+λI)⁻¹q ⇒ dq* = (H+λI)⁻¹dx*", Method::reverse_mode,
       "reverse mode of ⟨dx, GE-solve(A, q)⟩ w.r.t. q vs a second solve with dx; random GKA systems n 4-8",
       Status::holds, "", [](const RunOptions& opt) {
         MpPrecision prec(opt.bits);

@@ -267,7 +267,7 @@ std::vector<Entry> lemma2_entries() {
       "gka.lemma2.chebyshev_implicit_equals_autograd", "Lemma 2",
       "for CH, the implicit gradient dq̂ = CH(H+λI, dx̂, r) (Table 1) equals the exact gradient dq of the unrolled "
       "iteration (CH auto)",
-      Method::finite_differences,
+      Method::reverse_mode,
       "reverse mode of Alg. 1 unrolled (all A, q entries inputs) vs reference chebyshev_forward run on dξ_r (and Alg. 1 "
       "here on dξ_r), every r = 1..30 on 3 random SPD systems n 8-10 (full: r = 1..60, 12 systems n 8-16), opt.bits",
       Status::holds, "", [](const RunOptions& opt) {
@@ -305,7 +305,7 @@ std::vector<Entry> lemma2_entries() {
       "gka.lemma2.cg_implicit_differs", "Lemma 2",
       "for CG (unlike CH) the implicit gradient CG(H+λI, dx̂, r) is not the reverse-mode gradient of the unrolled CG "
       "(GKA §4.2.3, Fig. 1b: the reason GKA uses CH)",
-      Method::finite_differences,
+      Method::reverse_mode,
       "reverse mode of CG unrolled (written here) vs reference conjugate_gradient on dξ_r, r = 1..n on 4 random SPD "
       "systems n 8-12 with n distinct eigenvalues (full: 12 systems n 8-16); holds if, for every r ≤ n/2 (GKA's "
       "regime r ≪ D), they differ by ≥ 1e-8 on some system, and at r = n (CG is then the exact solve) both are A⁻¹dξ",
@@ -379,7 +379,7 @@ std::vector<Entry> lemma2_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq53.symmetric", "eq. (53)", "dq = p_r(H)ᵀdξ_r = p_r(H)dξ_r (p_r(H) symmetric since H is)",
-      Method::finite_differences,
+      Method::reverse_mode,
       "P from Alg. 1 on unit vectors: P − Pᵀ, and Pᵀdξ_r vs reverse mode of the unrolled Alg. 1; r in {1,2,5,30} "
       "(full: 1..30), 3 systems n 6-10 (full: 12)", Status::holds, "",
       [](const RunOptions& opt) {
@@ -431,7 +431,7 @@ std::vector<Entry> appendix_c1_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq55.coefficients", "eq. (55)",
-      "A_i = ω_iI − (2ω_i/(L+μ))H (symmetric), b_i = −(ω_i − 1), c_i = 2ω_i/(L+μ)", Method::finite_differences,
+      "A_i = ω_iI − (2ω_i/(L+μ))H (symmetric), b_i = −(ω_i − 1), c_i = 2ω_i/(L+μ)", Method::reverse_mode,
       "the Jacobians of one Alg. 1 step (grad descent + momentum) w.r.t. ξ_{i−1}, ξ_{i−2}, q by reverse mode (one sweep "
       "per output component), every i ≤ 30, vs eq. (55)",
       Status::holds, "", [](const RunOptions& opt) {
@@ -473,7 +473,7 @@ std::vector<Entry> appendix_c1_entries() {
   v.push_back(gka_entry(
       "gka.eq56.dxi_recursion", "eq. (56)",
       "dξ_{r−1} = A_rdξ_r; dξ_{i−2} = A_{i−1}dξ_{i−1} + b_idξ_i (i = r..2); dq = Σ_{i=0}^r c_idξ_i with c_0 = 2/(L+μ)",
-      Method::finite_differences, "recursion as printed vs the adjoints of ξ_0..ξ_r and q in the reverse sweep; " + sys,
+      Method::reverse_mode, "recursion as printed vs the adjoints of ξ_0..ξ_r and q in the reverse sweep; " + sys,
       Status::holds, "", [](const RunOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr e;
@@ -517,7 +517,7 @@ std::vector<Entry> appendix_c1_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq58.dH", "eq. (58)", "dA_i = dξ_i ⊗ ξ_{i−1}ᵀ, dH = −(2ω_i/(L+μ)) dA_i (accumulated over i = 1..r)",
-      Method::finite_differences,
+      Method::reverse_mode,
       "Σ_i −c_i dξ_iξ_{i−1}ᵀ with dξ_i from eq. (56) and stored iterates vs reverse mode w.r.t. all n² entries of H; " +
           sys,
       Status::holds, "", [](const RunOptions& opt) {
@@ -598,7 +598,7 @@ std::vector<Entry> appendix_c1_entries() {
   }
   v.push_back(gka_entry(
       "gka.eq61.dxi_alg2", "eq. (61)", "dξ_{i−1} ← (ν_idξ_i − (2ν_i/(L+μ))Hdξ_i) − (ν_{i+1} − 1)dξ_{i+1}",
-      Method::finite_differences, "Alg. 2's dξ_{i−1} (ν from eq. (62)) vs the adjoints of ξ_0..ξ_r in the reverse sweep; " + sys,
+      Method::reverse_mode, "Alg. 2's dξ_{i−1} (ν from eq. (62)) vs the adjoints of ξ_0..ξ_r in the reverse sweep; " + sys,
       Status::holds, "", [](const RunOptions& opt) {
         MpPrecision prec(opt.bits);
         Scaled sc;
@@ -637,7 +637,7 @@ std::vector<Entry> appendix_c1_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq63.dq_alg2", "eq. (63)", "dq ← dq + (2ν_{i−1}/(L+μ)) dξ_{i−1} (i = r..1, ν_{i−1} from eq. (62))",
-      Method::finite_differences,
+      Method::reverse_mode,
       "Alg. 2's dq (with eq. (60) corrected, to isolate eq. (63)) vs reverse mode of the unrolled Alg. 1; corrected: "
       "the i = 1 term weighted by 2/(L+μ); " + sys,
       Status::fails_as_printed,
@@ -663,7 +663,7 @@ std::vector<Entry> appendix_c1_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq64.dH_alg2", "eq. (64)", "dH ← dH − (2ν_{i−1}/(L+μ)) dξ_{i−1} ⊗ ξ_{i−2}ᵀ (i = r..1)",
-      Method::finite_differences,
+      Method::reverse_mode,
       "Alg. 2's dH with the iterates recovered by the corrected eq. (60) vs reverse mode w.r.t. all n² entries of H "
       "(the i = 1 term vanishes since ξ_{−1} = 0, so eq. (62)'s ν_0 does no harm here); " + sys,
       Status::holds, "", [](const RunOptions& opt) {
@@ -687,7 +687,7 @@ std::vector<Entry> appendix_c1_entries() {
   v.push_back(gka_entry(
       "gka.alg2.backward", "Alg. 2",
       "Alg. 2 (from ξ_r, ξ_{r−1}, ω_r only) returns the exact dq and dH of Alg. 1 for the output gradient dξ_r",
-      Method::finite_differences,
+      Method::reverse_mode,
       "Alg. 2 as printed, Alg. 2 with eqs. (60), (63) corrected, and the reference chebyshev_backward_reversed and "
       "chebyshev_backward_stored, all vs reverse mode of the unrolled Alg. 1 (dq and all n² entries of dH); " + sys,
       Status::fails_as_printed,
