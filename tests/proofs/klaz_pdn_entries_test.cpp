@@ -38,6 +38,7 @@ TEST(KlaZEntries, AllReproduce) { run_all(kla_z_entries()); }
 TEST(PdnEntries, AllReproduce) { run_all(pdn_entries()); }
 
 TEST(KlaZPdnEntries, CoverTheRequiredRefs) {
+  EXPECT_NO_THROW(catalogue());  // unique ids, checks present, corrections stated
   std::set<std::string> kz, pdn;
   for (const Entry& e : kla_z_entries()) {
     EXPECT_EQ(e.paper, Paper::KLA_Z) << e.id;
