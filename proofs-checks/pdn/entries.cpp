@@ -1,5 +1,11 @@
-// Placeholder until this paper's entries land (issue 6 work in progress).
-#include "proofs-checks/catalogue.hpp"
+#include "proofs-checks/pdn/pdn.hpp"
+
 namespace ttr::proofs {
-std::vector<Entry> pdn_entries() { return {}; }
+
+std::vector<Entry> pdn_entries() {
+  std::vector<Entry> v = pdn_exact_entries();
+  for (auto& e : pdn_statistical_entries()) v.push_back(std::move(e));
+  return v;
+}
+
 }  // namespace ttr::proofs
