@@ -125,3 +125,19 @@ TEST(KlaKEntries, MutantsOfTheCodeUnderTestAreCaught) {
 }
 
 }  // namespace
+
+namespace {
+// Full effort (what `ttrcheck proofs` runs under the slow label): run by hand with
+// --gtest_also_run_disabled_tests --gtest_filter='KlaKEntries.DISABLED_FullEffort'.
+TEST(KlaKEntries, DISABLED_FullEffort) {
+  ttr::proofs::RunOptions opt;
+  opt.full = true;
+  for (const Entry& e : entries()) {
+    const auto r = ttr::proofs::run_entry(e, opt);
+    EXPECT_TRUE(r.error.empty() && r.evidence.reproduced) << e.id << ": " << r.error << r.evidence.witness;
+    std::printf("%-45s %-10s printed %-10s %.3fs | %s | %s\n", e.id.c_str(), fmt(r.evidence.discrepancy).c_str(),
+                r.evidence.printed_discrepancy ? fmt(*r.evidence.printed_discrepancy).c_str() : "-", r.seconds,
+                r.evidence.witness.c_str(), r.evidence.detail.c_str());
+  }
+}
+}  // namespace
