@@ -98,7 +98,7 @@ Mat2<mp> expm(Mat2<mp> A, unsigned bits) {
 }
 
 Evidence eq8(const RunOptions& opt) {
-  const std::string id = "klak.eq8.ou_exact_discretisation";
+  const std::string id = "kla_k.eq8.ou_exact_discretisation";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   Worst w;
@@ -130,7 +130,7 @@ Evidence eq8(const RunOptions& opt) {
 // ------------------------------------------------------------------ Thm 1, eqs. (16)-(18)
 
 Evidence thm1(const RunOptions& opt) {
-  const std::string id = "klak.thm1.precision_path_vs_batch_posterior";
+  const std::string id = "kla_k.thm1.precision_path_vs_batch_posterior";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 12 : 6, reps = opt.full ? 20 : 3;
@@ -156,7 +156,7 @@ Evidence thm1(const RunOptions& opt) {
 }
 
 Evidence eq16(const RunOptions& opt) {
-  return exact_one_step(opt, "klak.eq16.mobius_step", "exact |eq.(16) - 1/Sigma_t (covariance-form KF)| relative",
+  return exact_one_step(opt, "kla_k.eq16.mobius_step", "exact |eq.(16) - 1/Sigma_t (covariance-form KF)| relative",
                         [](const Step& s) {
                           Q mean = s.mu_prev, var = 1 / s.lam_prev;
                           covariance_step(s.tok, mean, var);
@@ -169,7 +169,7 @@ Evidence eq17(const RunOptions& opt) {
   // M_t must be the product of the update matrix [[1, φ], [0, 1]] (λ ↦ λ + φ)
   // and the predict matrix [[1, 0], [p̄, ā²]] (λ ↦ λ/(p̄λ + ā²) = 1/(ā²Σ + p̄)),
   // entry for entry; and the predict matrix must act as the covariance predict.
-  return exact_one_step(opt, "klak.eq17.predict_update_factorisation",
+  return exact_one_step(opt, "kla_k.eq17.predict_update_factorisation",
                         "exact max entry rel. diff. of eq.(17) M_t vs [[1,phi],[0,1]]*[[1,0],[p,a^2]], and of the "
                         "predict matrix's action vs 1/(a^2 Sigma + p)",
                         [](const Step& s) {
@@ -183,7 +183,7 @@ Evidence eq17(const RunOptions& opt) {
 }
 
 Evidence eq18(const RunOptions& opt) {
-  return exact_one_step(opt, "klak.eq18.gated_precision",
+  return exact_one_step(opt, "kla_k.eq18.gated_precision",
                         "exact |eq.(18) - 1/Sigma_t (covariance-form KF)| relative, and |rho_t lambda_{t-1} - "
                         "1/Sigma_t^prior| relative",
                         [](const Step& s) {
@@ -239,7 +239,7 @@ Evidence mean_path(const RunOptions& opt, const std::string& id, int which) {
 }
 
 Evidence eq19(const RunOptions& opt) {
-  return exact_one_step(opt, "klak.eq19.affine_step", "exact |eq.(19) - mu_t/Sigma_t (covariance-form KF)| relative",
+  return exact_one_step(opt, "kla_k.eq19.affine_step", "exact |eq.(19) - mu_t/Sigma_t (covariance-form KF)| relative",
                         [](const Step& s) {
                           Q mean = s.mu_prev, var = 1 / s.lam_prev;
                           covariance_step(s.tok, mean, var);
@@ -248,7 +248,7 @@ Evidence eq19(const RunOptions& opt) {
 }
 
 Evidence eq20(const RunOptions& opt) {
-  return exact_one_step(opt, "klak.eq20.gated_mean_step",
+  return exact_one_step(opt, "kla_k.eq20.gated_mean_step",
                         "exact |eq.(20) - mu_t (covariance-form KF, gain K_t)| relative", [](const Step& s) {
                           Q mean = s.mu_prev, var = 1 / s.lam_prev;
                           covariance_step(s.tok, mean, var);
@@ -259,7 +259,7 @@ Evidence eq20(const RunOptions& opt) {
 // ------------------------------------------------------------------ eq. (21)
 
 Evidence eq21(const RunOptions& opt) {
-  const std::string id = "klak.eq21.argmin";
+  const std::string id = "kla_k.eq21.argmin";
   auto rng = entry_rng(opt, id);
   Worst w;
   int n = 0, worse = 0, tried = 0;
@@ -304,7 +304,7 @@ Evidence eq21(const RunOptions& opt) {
 std::vector<Entry> filter_entries() {
   const std::string exact_q = "exact equality over GMP rationals (inputs are doubles), ";
   std::vector<Entry> v;
-  v.push_back({"klak.eq8.ou_exact_discretisation", Paper::KLA_K, "eq. (8)",
+  v.push_back({"kla_k.eq8.ou_exact_discretisation", Paper::KLA_K, "eq. (8)",
                "exact discretisation of the OU prior dz = -a z dt + p dW: a_bar = exp(-a dt), p_bar = p^2/(2a) (1 - "
                "exp(-2 a dt))",
                Method::exact_identity,
@@ -312,7 +312,7 @@ std::vector<Entry> filter_entries() {
                "Taylor series with scaling and squaring (transition = lower-right entry, noise = product with "
                "upper-right); 20 points x 4 cases (generic, p=0, a dt = 24 ln 10 i.e. a_bar = 1e-24, a dt ~ 1e-8)",
                Status::holds, "", false, eq8});
-  v.push_back({"klak.thm1.precision_path_vs_batch_posterior", Paper::KLA_K, "Thm 1",
+  v.push_back({"kla_k.thm1.precision_path_vs_batch_posterior", Paper::KLA_K, "Thm 1",
                "the posterior precision of the diagonal linear-Gaussian model (eqs. (7), (9)) follows the Möbius map "
                "lambda_t = M_t(lambda_{t-1}) of eqs. (16)-(17)",
                Method::exact_identity,
@@ -320,52 +320,52 @@ std::vector<Entry> filter_entries() {
                "conditioning of the joint Gaussian of (z_0..z_T, v_1..v_T); T=6, 3 sequences x 5 regimes "
                "(generic, p=0, a=1e-24, a=1e-24&p=0, a=1), time-varying a_t, p_t",
                Status::holds, "", false, thm1});
-  v.push_back({"klak.eq16.mobius_step", Paper::KLA_K, "eq. (16)",
+  v.push_back({"kla_k.eq16.mobius_step", Paper::KLA_K, "eq. (16)",
                "lambda_t = (alpha_t lambda_{t-1} + beta_t)/(gamma_t lambda_{t-1} + delta_t)", Method::exact_identity,
                exact_q + "one step from random lambda_{t-1} in [1e-3, 1e3] vs the covariance-form Kalman step "
                          "(Sigma = 1/lambda); 40 points x 5 regimes",
                Status::holds, "", false, eq16});
-  v.push_back({"klak.eq17.predict_update_factorisation", Paper::KLA_K, "eq. (17)",
+  v.push_back({"kla_k.eq17.predict_update_factorisation", Paper::KLA_K, "eq. (17)",
                "M_t = [[1 + p_bar phi, a_bar^2 phi], [p_bar, a_bar^2]], phi = k^2 Lambda^v", Method::exact_identity,
                exact_q + "M_t entrywise vs update [[1, phi], [0, 1]] times predict [[1, 0], [p_bar, a_bar^2]], and "
                          "the predict matrix's Möbius action vs 1/(a_bar^2 Sigma + p_bar); 40 points x 5 regimes",
                Status::holds, "", false, eq17});
-  v.push_back({"klak.eq18.gated_precision", Paper::KLA_K, "eq. (18)",
+  v.push_back({"kla_k.eq18.gated_precision", Paper::KLA_K, "eq. (18)",
                "lambda_t = (a_bar^2 + p_bar lambda_{t-1})^{-1} lambda_{t-1} + phi_t; rho_t lambda_{t-1} is the prior "
                "precision",
                Method::exact_identity,
                exact_q + "vs the covariance-form Kalman step's 1/Sigma_t, and rho_t lambda_{t-1} vs "
                          "1/Sigma_t^prior; 40 points x 5 regimes",
                Status::holds, "", false, eq18});
-  v.push_back({"klak.thm2.information_mean_path", Paper::KLA_K, "Thm 2",
+  v.push_back({"kla_k.thm2.information_mean_path", Paper::KLA_K, "Thm 2",
                "given the precision path, eta_t = lambda_t mu_t evolves affinely: eta_t = f_t eta_{t-1} + k_t "
                "Lambda^v_t v_t, f_t = a_bar/(a_bar^2 + p_bar lambda_{t-1})",
                Method::exact_identity,
                "MPFR opt.bits; eta_t iterated by eq. (19) with the batch precision path vs E[z_t|v]/Var[z_t|v] of "
                "the joint Gaussian (dense Cholesky); T=6, 3 sequences x 5 regimes, mu_0 != 0",
                Status::holds, "", false, [](const RunOptions& o) {
-                 return mean_path(o, "klak.thm2.information_mean_path", 0);
+                 return mean_path(o, "kla_k.thm2.information_mean_path", 0);
                }});
-  v.push_back({"klak.eq19.affine_step", Paper::KLA_K, "eq. (19)",
+  v.push_back({"kla_k.eq19.affine_step", Paper::KLA_K, "eq. (19)",
                "eta_t = (a_bar^2 + p_bar lambda_{t-1})^{-1} a_bar eta_{t-1} + k_t Lambda^v_t v_t",
                Method::exact_identity,
                exact_q + "one step vs mu_t/Sigma_t of the covariance-form Kalman step, random (lambda_{t-1}, "
                          "mu_{t-1}); 40 points x 5 regimes",
                Status::holds, "", false, eq19});
-  v.push_back({"klak.cor2_2.moment_mean_path", Paper::KLA_K, "Cor. 2.2",
+  v.push_back({"kla_k.cor2_2.moment_mean_path", Paper::KLA_K, "Cor. 2.2",
                "mu_t = eta_t/lambda_t satisfies the gated recurrence (20)", Method::exact_identity,
                "MPFR opt.bits; mu_t iterated by eq. (20) vs the batch posterior mean (joint Gaussian, dense "
                "Cholesky) and vs eta_t/lambda_t of eqs. (18)-(19); T=6, 3 sequences x 5 regimes",
                Status::holds, "", false, [](const RunOptions& o) {
-                 return mean_path(o, "klak.cor2_2.moment_mean_path", 1);
+                 return mean_path(o, "kla_k.cor2_2.moment_mean_path", 1);
                }});
-  v.push_back({"klak.eq20.gated_mean_step", Paper::KLA_K, "eq. (20)",
+  v.push_back({"kla_k.eq20.gated_mean_step", Paper::KLA_K, "eq. (20)",
                "mu_t = a_bar (1 - k_t^2 Lambda^v_t/lambda_t) mu_{t-1} + k_t Lambda^v_t v_t/lambda_t",
                Method::exact_identity,
                exact_q + "one step vs the covariance-form Kalman mean mu_{t-1}^prior + K_t (v_t - k_t "
                          "mu^prior); 40 points x 5 regimes",
                Status::holds, "", false, eq20});
-  v.push_back({"klak.eq21.argmin", Paper::KLA_K, "eq. (21)",
+  v.push_back({"kla_k.eq21.argmin", Paper::KLA_K, "eq. (21)",
                "mu_t of eq. (20) = argmin_mu Lambda^v_t (v_t - k_t mu)^2 + rho_t lambda_{t-1} (mu - a_bar "
                "mu_{t-1})^2",
                Method::inequality_search,

@@ -34,7 +34,7 @@ std::string where(Regime r, int rep, int t) {
 Mat2<mp> identity2() { return {mp(1), mp(0), mp(0), mp(1)}; }
 
 Evidence cor11_order(const RunOptions& opt) {
-  const std::string id = "klak.cor1_1.prefix_product_order";
+  const std::string id = "kla_k.cor1_1.prefix_product_order";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 12 : 6, reps = opt.full ? 20 : 3;
@@ -62,7 +62,7 @@ Evidence cor11_order(const RunOptions& opt) {
 }
 
 Evidence cor11_scan(const RunOptions& opt) {
-  const std::string id = "klak.cor1_1.scan_associativity";
+  const std::string id = "kla_k.cor1_1.scan_associativity";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   using Block = MobiusBlock<mp>;
@@ -135,7 +135,7 @@ Affine oplus(const Affine& later, const Affine& earlier) {
 }
 
 Evidence cor21(const RunOptions& opt) {
-  const std::string id = "klak.cor2_1.affine_scan";
+  const std::string id = "kla_k.cor2_1.affine_scan";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 16 : 8, reps = opt.full ? 10 : 2;
@@ -332,7 +332,7 @@ Evidence state_expanded(const RunOptions& opt, const std::string& id, int which)
 // ------------------------------------------------------------------ Table 3
 
 Evidence table3(const RunOptions& opt) {
-  const std::string id = "klak.table3.objective_couples_slots";
+  const std::string id = "kla_k.table3.objective_couples_slots";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int N = 3, reps = opt.full ? 200 : 20;
@@ -435,7 +435,7 @@ void compare_paths(const Forms& f, const Layer& L, int d, const std::vector<mp>&
 }
 
 Evidence thm3(const RunOptions& opt) {
-  const std::string id = "klak.thm3.convolution_form";
+  const std::string id = "kla_k.thm3.convolution_form";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 16 : 8, reps = opt.full ? 10 : 2;
@@ -458,7 +458,7 @@ Evidence thm3(const RunOptions& opt) {
 }
 
 Evidence thm3_proof(const RunOptions& opt) {
-  const std::string id = "klak.thm3.proof_unrolling_init";
+  const std::string id = "kla_k.thm3.proof_unrolling_init";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 16 : 8, reps = opt.full ? 10 : 2;
@@ -488,7 +488,7 @@ Evidence thm3_proof(const RunOptions& opt) {
 // ------------------------------------------------------------------ App. E.4
 
 Evidence appE4(const RunOptions& opt) {
-  const std::string id = "klak.appE4.attention_matrix";
+  const std::string id = "kla_k.appE4.attention_matrix";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 16 : 8, N = 2, D = 3, reps = opt.full ? 10 : 2;
@@ -540,7 +540,7 @@ Evidence appE4(const RunOptions& opt) {
 
 std::vector<Entry> scan_entries() {
   std::vector<Entry> v;
-  v.push_back({"klak.cor1_1.prefix_product_order", Paper::KLA_K, "Cor. 1.1",
+  v.push_back({"kla_k.cor1_1.prefix_product_order", Paper::KLA_K, "Cor. 1.1",
                "lambda_t = (M_t o ... o M_1)(lambda_0) = M_{1:t}(lambda_0) with M_{1:t} := prod_{s=1}^t M_s "
                "(proof of Cor. 1.1)",
                Method::exact_identity,
@@ -551,7 +551,7 @@ std::vector<Entry> scan_entries() {
                "M_{1:t} = M_t M_{t-1} ... M_1 (the later matrix on the left), matching the composition "
                "M_t o ... o M_1 written just before",
                false, cor11_order});
-  v.push_back({"klak.cor1_1.scan_associativity", Paper::KLA_K, "Cor. 1.1",
+  v.push_back({"kla_k.cor1_1.scan_associativity", Paper::KLA_K, "Cor. 1.1",
                "Möbius maps compose by 2x2 matrix multiplication, which is associative, so a parallel prefix scan "
                "over {M_t} gives every lambda_t",
                Method::exact_identity,
@@ -559,7 +559,7 @@ std::vector<Entry> scan_entries() {
                "reference blelloch_inclusive_scan and chunked_inclusive_scan (chunk 1, 2, 3, 5) over M_t of eq. "
                "(17), P_t(lambda_0) vs the recurrence; T in {1, 2, 5, 8, 13}, one slot per regime",
                Status::holds, "", false, cor11_scan});
-  v.push_back({"klak.cor2_1.affine_scan", Paper::KLA_K, "Cor. 2.1",
+  v.push_back({"kla_k.cor2_1.affine_scan", Paper::KLA_K, "Cor. 2.1",
                "with (f2, b2) (+) (f1, b1) = (f2 f1, f2 b1 + b2), (f_{1:t}, b_{1:t}) = (f_t, b_t) (+) ... (+) (f_1, "
                "b_1) gives eta_t = f_{1:t} eta_0 + b_{1:t}; f_t = 1/a when p_t = 0",
                Method::exact_identity,
@@ -567,7 +567,7 @@ std::vector<Entry> scan_entries() {
                "and eq. (19) step by step, vs the brute-force sum prod f eta_0 + sum_j prod_{s>j} f_s b_j; "
                "associativity on triples; T=8, 2 sequences x 5 regimes, eta_0 != 0",
                Status::holds, "", false, cor21});
-  v.push_back({"klak.eq22.state_expanded_precision", Paper::KLA_K, "eq. (22)",
+  v.push_back({"kla_k.eq22.state_expanded_precision", Paper::KLA_K, "eq. (22)",
                "Lambda_t = ((1 + P (.) Phi_t) (.) Lambda_{t-1} + A^2 (.) Phi_t) / (P (.) Lambda_{t-1} + A^2), Phi_t = "
                "k_t^2 (Lambda^v_t)^T, on N x D arrays",
                Method::exact_identity,
@@ -575,9 +575,9 @@ std::vector<Entry> scan_entries() {
                "(sequential, scan, chunk 3: lambda_T, o_var), vs N*D independent covariance-form Kalman filters "
                "(slot (n, d) observes v_d through k_n); N=3, D=4, T=8, 2 layers, slots cycling through the 5 regimes",
                Status::holds, "", false, [](const RunOptions& o) {
-                 return state_expanded(o, "klak.eq22.state_expanded_precision", 22);
+                 return state_expanded(o, "kla_k.eq22.state_expanded_precision", 22);
                }});
-  v.push_back({"klak.eq23.state_expanded_mean", Paper::KLA_K, "eq. (23)",
+  v.push_back({"kla_k.eq23.state_expanded_mean", Paper::KLA_K, "eq. (23)",
                "H_t = F_t (.) H_{t-1} + k_t (Lambda^v_t (.) v_t)^T, F_t = A / (A^2 + P (.) Lambda_{t-1}); S_t = H_t / "
                "Lambda_t, y_t = q_t S_t",
                Method::exact_identity,
@@ -585,9 +585,9 @@ std::vector<Entry> scan_entries() {
                "channel), vs per-slot covariance-form Kalman filters (H = mu/Sigma, o = sum_n q_n mu_n); N=3, D=4, "
                "T=8, 2 layers",
                Status::holds, "", false, [](const RunOptions& o) {
-                 return state_expanded(o, "klak.eq23.state_expanded_mean", 23);
+                 return state_expanded(o, "kla_k.eq23.state_expanded_mean", 23);
                }});
-  v.push_back({"klak.table3.objective_couples_slots", Paper::KLA_K, "Table 3",
+  v.push_back({"kla_k.table3.objective_couples_slots", Paper::KLA_K, "Table 3",
                "KLA row: S_t = A(I - k_t^2 (Lambda^v_t)^T/Lambda_t) S_{t-1} + k_t (Lambda^v_t v_t)^T/Lambda_t minimises "
                "Lambda^prior_t ||S - A S_{t-1}||_F^2 + Lambda^v_t ||S^T k_t - v_t||^2",
                Method::exact_identity,
@@ -600,7 +600,7 @@ std::vector<Entry> scan_entries() {
                "||S^T k_t - v_t||^2 couples the slots and its argmin is a rank-one-corrected solve (they agree only "
                "for N = 1)",
                false, table3});
-  v.push_back({"klak.thm3.convolution_form", Paper::KLA_K, "Thm 3",
+  v.push_back({"kla_k.thm3.convolution_form", Paper::KLA_K, "Thm 3",
                "LTI, p = 0, lambda_0 = eta_0 = 0: Lambda_t = sum_{s=0}^t a^{-2(t-s)} k^2 Lambda^v_s, eta_t = k "
                "sum_{s=0}^t a^{-(t-s)} Lambda^v_s v_s, mu_t = eta_t/Lambda_t",
                Method::exact_identity,
@@ -609,7 +609,7 @@ std::vector<Entry> scan_entries() {
                "it 0); dense Toeplitz sums vs the reference kla_kalman forms (Lambda_t = 1/o_var, eta_t = o/o_var, "
                "N=1, q=1); T=8, 2 layers x channels a_bar in {[0.3,1), 1e-24, 1}",
                Status::holds, "", false, thm3});
-  v.push_back({"klak.thm3.proof_unrolling_init", Paper::KLA_K, "Thm 3",
+  v.push_back({"kla_k.thm3.proof_unrolling_init", Paper::KLA_K, "Thm 3",
                "proof of Thm 3: lambda_t = a^{-2t} lambda_0 + k^2 sum_{s=0}^t a^{-2(t-s)} Lambda^v_s and eta_t = k "
                "sum_{s=0}^t a^{-(t-s)} Lambda^v_s v_s",
                Method::exact_identity,
@@ -620,7 +620,7 @@ std::vector<Entry> scan_entries() {
                "the eta unrolling holds only with eta_0 = 0 (hypothesis (iii)); in general eta_t = a^{-t} eta_0 + k "
                "sum_{s=1}^t a^{-(t-s)} Lambda^v_s v_s (and the sums run from s = 1: there is no token 0)",
                false, thm3_proof});
-  v.push_back({"klak.appE4.attention_matrix", Paper::KLA_K, "App. E.4",
+  v.push_back({"kla_k.appE4.attention_matrix", Paper::KLA_K, "App. E.4",
                "y = M_seq v + (q (.) lambda^{-1}) (.) b (.) eta_0, M_seq = diag(q (.) lambda^{-1}) W, W_ij = "
                "prod_{s=j+1}^i f_s k_j Lambda^v_j (i >= j), 0 otherwise",
                Method::exact_identity,
