@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <set>
 #include <string>
 
@@ -19,12 +18,6 @@ namespace {
 
 using ttr::proofs::Entry;
 using ttr::proofs::Status;
-
-std::string fmt(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", x);
-  return b;
-}
 
 std::vector<Entry> entries() { return ttr::proofs::kla_k_entries(); }
 
