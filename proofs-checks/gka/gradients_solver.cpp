@@ -305,7 +305,7 @@ std::vector<Entry> lemma2_entries() {
       "gka.lemma2.cg_implicit_differs", "Lemma 2",
       "for CG (unlike CH) the implicit gradient CG(H+λI, dx̂, r) is not the reverse-mode gradient of the unrolled CG "
       "(GKA §4.2.3, Fig. 1b: the reason GKA uses CH)",
-      Method::reverse_mode,
+      Method::inequality_search,  // a lower bound on a difference: the tolerance is the 1e-8 floor
       "reverse mode of CG unrolled (written here) vs reference conjugate_gradient on dξ_r, r = 1..n on 4 random SPD "
       "systems n 8-12 with n distinct eigenvalues (full: 12 systems n 8-16); holds if, for every r ≤ n/2 (GKA's "
       "regime r ≪ D), they differ by ≥ 1e-8 on some system, and at r = n (CG is then the exact solve) both are A⁻¹dξ",
