@@ -24,6 +24,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -139,8 +142,15 @@ __global__ void __launch_bounds__(kThreads) ut_transform_kernel(Shape s, const E
   {
     const int j = threadIdx.x / 4, part = threadIdx.x % 4;
     for (int t = 0; t < kChunk; ++t) {
+      // Fixed trip count, fully unrolled, so the shared-memory loads pipeline;
+      // terms outside j ≤ s < t are selected away (rows ≥ t of Tf are not yet
+      // written: never multiplied, even by 0).
       float acc = 0.0f;
-      for (int s2 = j + part; s2 < t; s2 += 4) acc = fmaf(A[t * lda + s2], Tf[s2 * lda + j], acc);
+#pragma unroll
+      for (int s2 = part; s2 < kChunk; s2 += 4) {
+        const float a = A[t * lda + s2], x = Tf[s2 * lda + j];
+        acc = fmaf(s2 < t ? a : 0.0f, s2 < t ? x : 0.0f, acc);
+      }
       acc += __shfl_xor_sync(0xffffffffu, acc, 1);
       acc += __shfl_xor_sync(0xffffffffu, acc, 2);
       if (part == 0) Tf[t * lda + j] = t < j ? 0.0f : (t == j ? 1.0f : -acc);
@@ -394,9 +404,33 @@ std::size_t output_smem(const Shape& s, int bv) {
 }
 
 // ---------------------------------------------------------------- host side
+int max_smem_optin() {
+  int device = 0, bytes = 0;
+  TTR_CUDA_CHECK(cudaGetDevice(&device));
+  TTR_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return bytes;
+}
+
+// Raise a kernel's dynamic shared-memory limit to the device's opt-in maximum,
+// once per kernel and device. Setting it per launch to that launch's size races
+// when host threads launch the same kernel with different shapes (one thread
+// lowers the limit under another's launch: cudaErrorLaunchOutOfResources, seen
+// under compute-sanitizer with the tests' threads).
 template <class Kern>
 void set_smem(Kern kernel, std::size_t bytes) {
-  TTR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  const int limit = max_smem_optin();
+  if (bytes > static_cast<std::size_t>(limit))
+    throw std::invalid_argument("gpu delta kernel: needs " + std::to_string(bytes) + " bytes of shared memory, the device has " +
+                                std::to_string(limit));
+  static std::mutex m;
+  static std::vector<std::pair<const void*, int>> done;
+  const std::lock_guard<std::mutex> lock(m);
+  int device = 0;
+  TTR_CUDA_CHECK(cudaGetDevice(&device));
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel), device};
+  if (std::find(done.begin(), done.end(), key) != done.end()) return;
+  TTR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+  done.push_back(key);
 }
 
 template <class E, Decay D>
@@ -446,9 +480,7 @@ void launch(const DeltaArgs& a) {
     // benchmark's B = 4, H = 8, V = 128: two sequential chains per multiprocessor
     // hide each other's latency), double-buffered where shared memory allows.
     const int bv2 = 16;
-    int device = 0, smem_max = 0;
-    TTR_CUDA_CHECK(cudaGetDevice(&device));
-    TTR_CUDA_CHECK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const int smem_max = max_smem_optin();
     const int stages = state_smem<E>(s, bv2, 2) <= static_cast<std::size_t>(smem_max) ? 2 : 1;
     const std::size_t sm2 = state_smem<E>(s, bv2, stages);
     set_smem(state_pass_kernel<E, D>, sm2);
