@@ -137,24 +137,30 @@ __global__ void __launch_bounds__(kThreads) ut_transform_kernel(Shape s, const E
   }
   __syncthreads();
   // T = (I + A)⁻¹ by forward substitution, one column per group of 4 threads:
-  // column j of T solves (I + A) x = e_j, x_t = [t = j] − Σ_{s<t} A_ts x_s. The
-  // columns are independent; the 4 threads split the sum over s.
+  // column j of T solves (I + A) x = e_j, x_t = [t = j] − Σ_{s<t} A_ts x_s
+  // (x_s = 0 for s < j, so the formula needs no case for t < j). The columns are
+  // independent; the 4 threads split the sum over s ≡ part (mod 4), and each
+  // keeps its x_s in registers (t and the slot are compile-time after
+  // unrolling), so only A is read from shared memory, ~t/4 loads per step.
   {
     const int j = threadIdx.x / 4, part = threadIdx.x % 4;
+    float xs[kChunk / 4];
+#pragma unroll
+    for (int i = 0; i < kChunk / 4; ++i) xs[i] = 0.0f;
+#pragma unroll
     for (int t = 0; t < kChunk; ++t) {
-      // Fixed trip count, fully unrolled, so the shared-memory loads pipeline;
-      // terms outside j ≤ s < t are selected away (rows ≥ t of Tf are not yet
-      // written: never multiplied, even by 0).
       float acc = 0.0f;
 #pragma unroll
-      for (int s2 = part; s2 < kChunk; s2 += 4) {
-        const float a = A[t * lda + s2], x = Tf[s2 * lda + j];
-        acc = fmaf(s2 < t ? a : 0.0f, s2 < t ? x : 0.0f, acc);
+      for (int i = 0; i < (t + 3) / 4; ++i) {
+        const int s2 = part + 4 * i;
+        const float a = A[t * lda + min(s2, kChunk - 1)];
+        acc = fmaf(s2 < t ? a : 0.0f, xs[i], acc);
       }
       acc += __shfl_xor_sync(0xffffffffu, acc, 1);
       acc += __shfl_xor_sync(0xffffffffu, acc, 2);
-      if (part == 0) Tf[t * lda + j] = t < j ? 0.0f : (t == j ? 1.0f : -acc);
-      __syncwarp();
+      const float x = (t == j ? 1.0f : 0.0f) - acc;
+      if (part == (t & 3)) xs[t >> 2] = x;
+      if (part == 0) Tf[t * lda + j] = x;
     }
   }
   __syncthreads();
