@@ -14,6 +14,7 @@
 #include "oracles/error.hpp"
 #include "oracles/gate.hpp"
 #include "oracles/report.hpp"
+#include "cuda_gate/gate.hpp"
 
 namespace ttr::cli {
 namespace {
@@ -59,6 +60,7 @@ Command add_gate(CLI::App& app) {
   struct Opts {
     GateOptions gate;
     std::string out = "ttrcheck-gate", criterion = "model";
+    bool cuda_only = false, no_cuda = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("gate", "run the built-in suite on the built-in CPU kernels and print verdicts");
@@ -72,7 +74,10 @@ Command add_gate(CLI::App& app) {
   cmd->add_option("--criterion", o->criterion, "model (error ratios) | fla (relative RMS < 0.005 vs fp32)");
   cmd->add_option("--mutant", o->gate.mutant, "run the kernels with a catalogued bug (see `ttrcheck mutants`)");
   cmd->add_option("--out", o->out, "report directory (report.json, junit.xml)");
+  cmd->add_flag("--cuda-only", o->cuda_only, "run only the CUDA target (the kernels of gpu/ on the device)");
+  cmd->add_flag("--no-cuda", o->no_cuda, "leave the CUDA target out");
   return [o]() {
+    if (o->cuda_only && o->no_cuda) throw InputError("--cuda-only and --no-cuda exclude each other");
     if (o->criterion == "model") o->gate.criterion = Criterion::model;
     else if (o->criterion == "fla") o->gate.criterion = Criterion::fla;
     else throw InputError(fmt::format("unknown criterion '{}' (model|fla)", o->criterion));
@@ -90,11 +95,36 @@ Command add_gate(CLI::App& app) {
         fmt::print(stderr, "\r\033[K[{}/{}] {:.0f} s  {}", done, total, s, id);
         if (done == total) fmt::print(stderr, "\n");
       };
-    const GateResult r = run_gate(o->gate);
+    GateResult r;
+    if (!o->cuda_only) r = run_gate(o->gate);
+    // The CUDA target: the kernels of gpu/ on the device, against the same oracle
+    // and error model (cuda_gate/gate.hpp). Without a device it is reported as
+    // skipped and leaves the exit code alone.
+    GateResult rc;
+    std::string cuda_line;
+    if (o->no_cuda) cuda_line = "skipped: --no-cuda";
+    else if (o->gate.criterion != Criterion::model) cuda_line = "skipped: runs under the model criterion only";
+    else if (!o->gate.mutant.empty()) cuda_line = "skipped: mutants are planted in the CPU kernels";
+    else {
+      const cuda::GateReport cr = cuda::run_gate(o->gate);
+      if (!cr.status.usable()) cuda_line = cr.status.reason();
+      else {
+        rc.checks = cr.checks;
+        rc.pass = cr.pass;
+        cuda_line = fmt::format("{} checks on {}", cr.checks.size(), cr.status.device);
+      }
+    }
     const double threshold = o->gate.criterion == Criterion::model ? kRatioThreshold : 1.0;
     fmt::print("gate: suite {}, criterion {}{}\n\n", o->gate.suite, o->criterion,
                o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant);
-    print_verdicts(r, threshold);
+    if (!o->cuda_only) print_verdicts(r, threshold);
+    fmt::print("\ncuda target (gpu/ kernels, chunk size 64): {}\n", cuda_line);
+    if (!rc.checks.empty()) {
+      fmt::print("\n");
+      print_verdicts(rc, threshold);
+    }
+    for (GateCheck& c : rc.checks) r.checks.push_back(std::move(c));
+    r.pass = r.pass && rc.pass;
     std::vector<std::pair<std::string, CheckResult>> checks;
     for (const GateCheck& c : r.checks) checks.emplace_back(c.id, c.result);
     write_report(o->out + "/report.json", report_json("gate", checks));

@@ -7,6 +7,7 @@
 #include "oracles/error.hpp"
 #include "oracles/mutants.hpp"
 #include "oracles/oracle.hpp"
+#include "cuda_gate/runner.hpp"
 
 namespace ttr::cli {
 namespace {
@@ -24,12 +25,13 @@ io::DType dtype_for(Tier t) {
 
 Command add_run(CLI::App& app) {
   struct Opts {
-    std::string layer, in, out, arith = "fp32", form = "sequential", mutant = "none";
+    std::string layer, in, out, arith = "fp32", form = "sequential", mutant = "none", device = "cpu";
     int chunk_size = 64;
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("run", "run a layer form in bf16|fp16|fp32|fp64|mpfr:N|mpfi:N on the CPU");
+  auto* cmd = app.add_subcommand(
+      "run", "run a layer form in bf16|fp16|fp32|fp64|mpfr:N|mpfi:N on the CPU (or a CUDA kernel: --device cuda)");
   cmd->add_option("--layer", o->layer, "layer name")->required();
   cmd->add_option("--in", o->in, "inputs (safetensors)")->required();
   cmd->add_option("--out", o->out, "outputs (safetensors, in the arithmetic's dtype)")->required();
@@ -37,8 +39,13 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--form", o->form, "sequential|chunk|scan");
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--mutant", o->mutant, "inject a catalogued bug into the chunk/scan form (`ttrcheck mutants`)");
+  cmd->add_option("--device", o->device,
+                  "cpu | cuda: the CUDA kernels of gpu/ (--form chunk: the chunk kernel, chunk size 64; "
+                  "--form sequential: the fused-recurrent kernel; --arith bf16|fp32)");
   add_set_option(*cmd, o->sets);
   return [o]() {
+    if (o->device != "cpu" && o->device != "cuda")
+      throw InputError(fmt::format("--device {}: expected cpu or cuda", o->device));
     const Arith arith = parse_arith(o->arith);
     const Form form = parse_form(o->form);
     // The sequential forms are the oracle's definitions: no mutant reaches them.
@@ -50,6 +57,30 @@ Command add_run(CLI::App& app) {
     if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form))
       fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {}: the output is unmutated\n",
                  o->mutant, in.layer->spec.name, form_name(form));
+    if (o->device == "cuda") {
+      if (mutant != Mutant::none) throw InputError("--mutant: mutants are planted in the CPU kernels, not --device cuda");
+      if (form == Form::scan) throw InputError("--device cuda runs --form chunk or sequential (fused recurrent)");
+      if (arith.tier != Tier::bf16 && arith.tier != Tier::fp32)
+        throw InputError(fmt::format("--device cuda runs --arith bf16 or fp32, not {}", o->arith));
+      if (!cuda::has_layer(in.layer->spec.name))
+        throw InputError(fmt::format("--layer {}: no CUDA kernel (these have one: delta_rule, gated_delta_rule, kda, "
+                                     "kaczmarz_delta_rule, precond_gated_delta_rule)", in.layer->spec.name));
+      if (o->chunk_size != 64) throw InputError("--device cuda: the CUDA chunk kernels use --chunk-size 64");
+      const cuda::Status st = cuda::status();
+      if (!st.usable()) throw InputError(fmt::format("--device cuda: {}", st.reason()));
+      const TensorMap<double> values = cuda::run(in.layer->spec.name, form == Form::chunk ? cuda::Kernel::chunk
+                                                                                          : cuda::Kernel::recurrent,
+                                                 arith.tier, in.inputs.tensors, in.config);
+      auto meta = base_metadata("run", in.layer->spec, in.config);
+      meta["form"] = form_name(form);
+      meta["precision"] = arith_name(arith);
+      meta["device"] = "cuda: " + st.device;
+      meta["kernel"] = cuda::kernel_name(form == Form::chunk ? cuda::Kernel::chunk : cuda::Kernel::recurrent);
+      if (form == Form::chunk) meta["chunk_size"] = "64";
+      if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;
+      io::write_safetensors_atomic(o->out, to_file(values, dtype_for(arith.tier), std::move(meta)));
+      return 0;
+    }
     const LayerResult r = [&] {
       const MutantScope scope(mutant);
       return run_layer(*in.layer, form, arith, in.inputs.tensors, in.config, o->chunk_size);

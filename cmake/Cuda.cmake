@@ -11,7 +11,7 @@ if(NOT TTR_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
-    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD 17)  # the CMake here knows no CUDA20 dialect flags for nvcc 13
     set(TTR_HAVE_CUDA ON)
   elseif(TTR_CUDA STREQUAL "ON")
     message(FATAL_ERROR "TTR_CUDA=ON but no CUDA compiler was found")

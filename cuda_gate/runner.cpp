@@ -1,0 +1,229 @@
+#include "cuda_gate/runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "oracles/error.hpp"
+
+#ifdef TTR_WITH_CUDA
+#include "gpu/api.hpp"
+#include "oracles/layers/precond_common.hpp"
+#include "reference/core/policy.hpp"
+#include "reference/family/atk_chunk.hpp"
+#include "reference/family/l2norm.hpp"
+#endif
+
+namespace ttr::cuda {
+
+const char* kernel_name(Kernel k) { return k == Kernel::chunk ? "cuda-chunk" : "cuda-recurrent"; }
+
+const std::vector<std::string>& layers() {
+  static const std::vector<std::string> l = {"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule",
+                                             "precond_gated_delta_rule"};
+  return l;
+}
+bool has_layer(const std::string& layer) {
+  return std::find(layers().begin(), layers().end(), layer) != layers().end();
+}
+
+std::string Status::reason() const {
+  if (!built) return "skipped: CUDA kernels not built (configure with TTR_CUDA=ON)";
+  if (devices == 0) return "skipped: no CUDA device";
+  return "";
+}
+
+#ifndef TTR_WITH_CUDA
+
+Status status() { return {}; }
+
+TensorMap<double> run(const std::string&, Kernel, Tier, const TensorMap<double>&, const Config&, const RunOptions&) {
+  throw InputError("this ttrcheck was built without the CUDA kernels (configure with TTR_CUDA=ON)");
+}
+
+#else
+
+Status status() {
+  Status s;
+  s.built = true;
+  s.devices = gpu::device_count();
+  if (s.devices > 0) s.device = gpu::device_name(0);
+  return s;
+}
+
+namespace {
+
+// float → bf16 bits, round to nearest even (as Mixed16Policy<BF16Format>::narrow).
+std::uint16_t bf16_bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu)) return static_cast<std::uint16_t>((u >> 16) | 0x40);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+float bf16_value(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+int pad16(std::int64_t x) { return static_cast<int>((x + 15) / 16 * 16); }
+
+// A [rows, F] fp32 tensor (rows = everything before the last axis) padded with
+// zeros to [rows, Fp] and uploaded as the dtype. Zero padding is exact for the
+// delta rule: zero key/query coordinates add exact zeros to every sum and are
+// never written (w = 0); zero value columns stay zero (δ = β(0 − 0)).
+gpu::DeviceBuffer upload(const std::vector<float>& x, std::int64_t rows, std::int64_t F, int Fp, bool bf16) {
+  const std::size_t n = static_cast<std::size_t>(rows) * Fp;
+  gpu::DeviceBuffer buf(n * (bf16 ? 2 : 4));
+  if (bf16) {
+    std::vector<std::uint16_t> h(n, 0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t f = 0; f < F; ++f) h[r * Fp + f] = bf16_bits(x[r * F + f]);
+    buf.upload(h.data(), n * 2);
+  } else {
+    std::vector<float> h(n, 0.0f);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t f = 0; f < F; ++f) h[r * Fp + f] = x[r * F + f];
+    buf.upload(h.data(), n * 4);
+  }
+  return buf;
+}
+
+std::vector<float> to_float(const Tensor<double>& t) {
+  std::vector<float> f(t.data.size());
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(t.data[i]);
+  return f;
+}
+
+// A [BH, K, V] state padded to [BH, Kp, Vp] (fp32).
+gpu::DeviceBuffer upload_state(const std::vector<float>& s, std::int64_t BH, int K, int V, int Kp, int Vp) {
+  std::vector<float> h(static_cast<std::size_t>(BH) * Kp * Vp, 0.0f);
+  for (std::int64_t b = 0; b < BH; ++b)
+    for (int i = 0; i < K; ++i)
+      for (int j = 0; j < V; ++j) h[(b * Kp + i) * Vp + j] = s[(b * K + i) * V + j];
+  gpu::DeviceBuffer buf(h.size() * 4);
+  buf.upload(h.data(), h.size() * 4);
+  return buf;
+}
+
+}  // namespace
+
+TensorMap<double> run(const std::string& layer, Kernel kernel, Tier dtype, const TensorMap<double>& in,
+                      const Config& cfg, const RunOptions& opt) {
+  if (!has_layer(layer)) throw InputError(fmt::format("layer '{}' has no CUDA kernel", layer));
+  if (dtype != Tier::bf16 && dtype != Tier::fp32)
+    throw InputError(fmt::format("the CUDA kernels run in bf16 or fp32, not {}", tier_name(dtype)));
+  const bool bf16 = dtype == Tier::bf16;
+  const Tensor<double>& q = in.at("q");
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
+  const int Kp = pad16(K), Vp = pad16(V);
+  if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
+  const std::int64_t rows = B * T * H, BH = B * H;
+  // What the kernel receives: activations rounded to the dtype (through fp32, as
+  // run_in_tier then policy_inputs do for the CPU chunk forms).
+  auto activation = [&](const char* name) {
+    std::vector<float> x = to_float(in.at(name));
+    if (bf16)
+      for (float& e : x) e = bf16_value(bf16_bits(e));
+    return x;
+  };
+  std::vector<float> qf = activation("q"), kf = activation("k"), vf = activation("v"), bf = activation("beta");
+  const bool precond = layer == "precond_gated_delta_rule";
+  // use_qk_l2norm_in_kernel: done here in fp32 on the stored q, k (the CPU chunk
+  // form's order: narrow, then normalise in acc; the kernel narrows the result).
+  const bool l2 = cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel");
+  auto as_tensor = [&](const std::vector<float>& x, std::int64_t F) {
+    Tensor<float> t({B, T, H, F}, 0.0f);
+    t.data = x;
+    return t;
+  };
+  if (l2) {
+    qf = l2normalize_rows(as_tensor(qf, K), 1e-6f).data;
+    kf = l2normalize_rows(as_tensor(kf, K), 1e-6f).data;
+  }
+  std::vector<float> k_tilde, A_final;
+  if (precond) {
+    // The diagonal preconditioner (PDN §3.3; reference/family/atk_chunk.hpp) in
+    // fp32 on the host: an elementwise prefix recurrence, not a kernel here yet.
+    TensorMap<float> fin;
+    for (const auto& [name, t] : in) {
+      Tensor<float> f(t.shape, 0.0f);
+      f.data = to_float(t);
+      fin[name] = std::move(f);
+    }
+    const Tensor<float> kt = as_tensor(kf, K);
+    const layers::PrecondArgs<float> p = layers::precond_args(fin, cfg, kt);
+    Tensor<float> kt_out, a_out;
+    const auto a0 = fin.find("initial_A_state");
+    atk_write_keys_chunk<ExactPolicy<float>>(kt, fin.at("g_atk"), fin.at("beta_atk"), p.center,
+                                             a0 == fin.end() ? nullptr : &a0->second, p.log_x, p.eps, 64, kt_out,
+                                             a_out);
+    k_tilde = kt_out.data;
+    A_final = a_out.data;
+  }
+  gpu::DeviceBuffer dq = upload(qf, rows, K, Kp, bf16), dk = upload(kf, rows, K, Kp, bf16);
+  gpu::DeviceBuffer dv = upload(vf, rows, V, Vp, bf16), dbeta = upload(bf, rows, 1, 1, bf16);
+  gpu::DeviceBuffer dw, dg, dh0;
+  if (precond) dw = upload(k_tilde, rows, K, Kp, bf16);
+  gpu::DeviceBuffer dout(static_cast<std::size_t>(rows) * Vp * (bf16 ? 2 : 4));
+  gpu::DeviceBuffer dht(static_cast<std::size_t>(BH) * Kp * Vp * 4);
+  gpu::DeltaArgs a;
+  a.B = static_cast<int>(B), a.T = static_cast<int>(T), a.H = static_cast<int>(H), a.K = Kp, a.V = Vp;
+  a.dtype = bf16 ? gpu::DType::bf16 : gpu::DType::fp32;
+  a.decay = layer == "delta_rule" ? gpu::Decay::none : (layer == "kda" ? gpu::Decay::per_key : gpu::Decay::scalar);
+  if (a.decay != gpu::Decay::none) {
+    const Tensor<double>& g = in.at("g");
+    const bool per_key = a.decay == gpu::Decay::per_key;
+    dg = upload(to_float(g), rows, per_key ? K : 1, per_key ? Kp : 1, false);  // gates stay fp32
+    a.g = static_cast<const float*>(dg.get());
+  }
+  if (const auto h0 = in.find("h0"); h0 != in.end()) {
+    dh0 = upload_state(to_float(h0->second), BH, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+    a.h0 = static_cast<const float*>(dh0.get());
+  }
+  a.q = dq.get(), a.k = dk.get(), a.v = dv.get(), a.beta = dbeta.get(), a.w = precond ? dw.get() : nullptr;
+  a.o = dout.get(), a.ht = static_cast<float*>(dht.get());
+  // scale: the config's, else K^-1/2 in fp32 of the unpadded K (scale_of in acc).
+  a.scale = cfg.has("scale") ? static_cast<float>(cfg.number("scale"))
+                             : 1.0f / std::sqrt(static_cast<float>(K));
+  if (layer == "kaczmarz_delta_rule") a.kaczmarz = true, a.kaczmarz_eps = static_cast<float>(cfg.number("eps"));
+  if (opt.poison) dout.fill_bytes(0xFF), dht.fill_bytes(0xFF);  // NaN in bf16 and fp32
+  if (kernel == Kernel::chunk) gpu::delta_chunk_forward(a);
+  else gpu::delta_recurrent_forward(a);
+  gpu::synchronize();
+  TensorMap<double> out;
+  Tensor<double>& o = out["o"];
+  o = Tensor<double>({B, T, H, V}, 0.0);
+  if (bf16) {
+    std::vector<std::uint16_t> h(static_cast<std::size_t>(rows) * Vp);
+    dout.download(h.data(), h.size() * 2);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t j = 0; j < V; ++j) o.data[r * V + j] = bf16_value(h[r * Vp + j]);
+  } else {
+    std::vector<float> h(static_cast<std::size_t>(rows) * Vp);
+    dout.download(h.data(), h.size() * 4);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t j = 0; j < V; ++j) o.data[r * V + j] = h[r * Vp + j];
+  }
+  std::vector<float> hs(static_cast<std::size_t>(BH) * Kp * Vp);
+  dht.download(hs.data(), hs.size() * 4);
+  Tensor<double>& ht = out["ht"];
+  ht = Tensor<double>({B, H, K, V}, 0.0);
+  for (std::int64_t b = 0; b < BH; ++b)
+    for (std::int64_t i = 0; i < K; ++i)
+      for (std::int64_t j = 0; j < V; ++j) ht.data[(b * K + i) * V + j] = hs[(b * Kp + i) * Vp + j];
+  if (precond) {
+    Tensor<double>& af = out["final_A_state"];
+    af = Tensor<double>({B, H, K}, 0.0);
+    for (std::size_t i = 0; i < A_final.size(); ++i) af.data[i] = A_final[i];
+  }
+  return out;
+}
+
+#endif
+
+}  // namespace ttr::cuda

@@ -1,0 +1,64 @@
+// Host side of gpu/api.hpp: argument validation, device queries, buffers.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "gpu/api.hpp"
+#include "gpu/core/check.cuh"
+
+namespace ttr::gpu {
+
+void validate(const DeltaArgs& a) {
+  auto fail = [](const std::string& m) { throw std::invalid_argument("gpu delta kernel: " + m); };
+  if (a.B < 1 || a.T < 1 || a.H < 1) fail("B, T and H must be at least 1");
+  for (auto [name, x] : {std::pair{"K", a.K}, std::pair{"V", a.V}})
+    if (x < 16 || x > 128 || x % 16 != 0)
+      fail(std::string(name) + " = " + std::to_string(x) + " (need a multiple of 16 in [16, 128])");
+  if (!a.q || !a.k || !a.v || !a.beta || !a.o) fail("q, k, v, beta and o are required");
+  if (a.decay != Decay::none && !a.g) fail("g is required for scalar and per-key decay");
+}
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver or no device: not an error for the caller
+    return 0;
+  }
+  return n;
+}
+
+std::string device_name(int device) {
+  if (device_count() <= device) return {};
+  cudaDeviceProp p{};
+  TTR_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return p.name;
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : n_(bytes) {
+  if (bytes) TTR_CUDA_CHECK(cudaMalloc(&p_, bytes));
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (p_) (void)cudaFree(p_);
+}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) (void)cudaFree(p_);
+    p_ = o.p_, n_ = o.n_;
+    o.p_ = nullptr, o.n_ = 0;
+  }
+  return *this;
+}
+void DeviceBuffer::upload(const void* host, std::size_t bytes) {
+  if (bytes > n_) throw std::invalid_argument("DeviceBuffer::upload: more bytes than the buffer holds");
+  TTR_CUDA_CHECK(cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice));
+}
+void DeviceBuffer::download(void* host, std::size_t bytes) const {
+  if (bytes > n_) throw std::invalid_argument("DeviceBuffer::download: more bytes than the buffer holds");
+  TTR_CUDA_CHECK(cudaMemcpy(host, p_, bytes, cudaMemcpyDeviceToHost));
+}
+void DeviceBuffer::fill_bytes(unsigned char byte) {
+  if (n_) TTR_CUDA_CHECK(cudaMemset(p_, byte, n_));
+}
+void synchronize() { TTR_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+}  // namespace ttr::gpu

@@ -1,0 +1,97 @@
+// Host API of ttrcheck's CUDA kernels (issue 7): the delta-rule family's chunk
+// forward (chunk size 64, UT transform, inter-chunk state passing, intra-chunk
+// outputs — the algorithm of reference/family/delta_chunk.hpp, written the way a
+// tensor-core kernel is) and its fused-recurrent forward (one token at a time).
+//
+// Layout is FLA's: q, k, w [B,T,H,K]; v, o [B,T,H,V]; beta [B,T,H]; g [B,T,H]
+// (scalar decay) or [B,T,H,K] (per-key decay); h0, ht [B,H,K,V]. Activations
+// (q, k, w, v, beta, o) are in `dtype`; gates and states are fp32, as model code
+// passes them and as FLA returns ht. All pointers are device pointers.
+//
+// Every CUDA call's status is checked; a failure throws ttr::gpu::CudaError
+// naming the call. This header needs no CUDA header: it is included by host code
+// compiled with the ordinary C++ compiler.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace ttr::gpu {
+
+enum class DType { bf16, fp32 };
+enum class Decay { none, scalar, per_key };
+
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The delta rule with decay (reference/family/delta.hpp):
+//   S̄_t = Diag(d_t) S_{t-1};  δ_t = β_t (v_t − S̄_tᵀ k_t);  S_t = S̄_t + w_t δ_tᵀ;  o_t = scale · S_tᵀ q_t
+// d_t = 1 (none), e^{g_t} (scalar), e^{g_t} per key row (per_key). w = k unless
+// a separate write key is given (precond_*: k̃ = B_t ⊙ k_t, PDN eq. (9)).
+// kaczmarz: β_t is replaced by β_t/(‖k_t‖² + eps) (KLA-Z eq. (3)) inside the kernel,
+// computed in fp32 from the key as stored and then stored in `dtype` like any β.
+struct DeltaArgs {
+  int B = 0, T = 0, H = 0, K = 0, V = 0;
+  DType dtype = DType::bf16;
+  Decay decay = Decay::scalar;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* w = nullptr;     // write key; nullptr: w = k
+  const void* v = nullptr;
+  const void* beta = nullptr;  // [B,T,H]
+  const float* g = nullptr;    // log decay; nullptr only with Decay::none
+  const float* h0 = nullptr;   // optional initial state
+  float* ht = nullptr;         // optional final state
+  void* o = nullptr;
+  float scale = 1.0f;
+  bool kaczmarz = false;
+  float kaczmarz_eps = 1e-6f;
+  void* stream = nullptr;      // cudaStream_t (nullptr: the legacy default stream)
+};
+
+// Shapes the kernels accept: K, V multiples of 16 in [16, 128], T ≥ 1.
+// Throws std::invalid_argument naming the offending field otherwise.
+void validate(const DeltaArgs& a);
+
+// Chunkwise forward, chunk size 64 (three launches: UT transform per chunk,
+// state passing over chunks, outputs per chunk). Allocates its workspace on the
+// stream (stream-ordered allocation) and frees it before returning.
+void delta_chunk_forward(const DeltaArgs& a);
+// Fused recurrent forward: the GPU's own sequential form (state in registers).
+void delta_recurrent_forward(const DeltaArgs& a);
+
+// The layers, as thin bindings of the family kernels (gpu/<layer>/).
+void gated_delta_rule_chunk(DeltaArgs a);            // Decay::scalar
+void delta_rule_chunk(DeltaArgs a);                  // Decay::none
+void kda_chunk(DeltaArgs a);                         // Decay::per_key
+void kaczmarz_delta_rule_chunk(DeltaArgs a, float eps);  // scalar decay, β/(‖k‖²+eps)
+void precond_gated_delta_rule_chunk(DeltaArgs a, const void* k_tilde);  // write key k̃
+
+// Device queries (no exception when there is no device: returns 0 / empty).
+int device_count();
+std::string device_name(int device = 0);
+
+// Small RAII device buffer for host code (tests, the gate, the CLI).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return p_; }
+  std::size_t size() const { return n_; }
+  void upload(const void* host, std::size_t bytes);
+  void download(void* host, std::size_t bytes) const;
+  void fill_bytes(unsigned char byte);  // e.g. 0xFF: NaN in bf16 and fp32 (output poisoning)
+ private:
+  void* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+void synchronize();
+
+}  // namespace ttr::gpu

@@ -1,0 +1,96 @@
+// Tiles in shared memory and the copies that fill them: a tile is rows × cols of
+// E with a leading dimension padded by 16 bytes (one 16-byte access width), so
+// the rows of a 64 × 128 bf16 tile do not all start in the same bank.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/core/numeric.cuh"
+
+namespace ttr::gpu {
+
+template <class E>
+__host__ __device__ constexpr int padded_ld(int cols) {
+  return cols + 16 / static_cast<int>(sizeof(E));
+}
+
+// Bytes of a padded rows × cols tile of E, rounded up to 128 (so the next tile
+// starts 128-byte aligned, as WMMA wants 32).
+template <class E>
+__host__ __device__ constexpr std::size_t tile_bytes(int rows, int cols) {
+  return (static_cast<std::size_t>(rows) * padded_ld<E>(cols) * sizeof(E) + 127) / 128 * 128;
+}
+
+// Bump allocator over the block's dynamic shared memory.
+struct SmemArena {
+  unsigned char* p;
+  template <class E>
+  __device__ E* take(int rows, int cols) {
+    E* r = reinterpret_cast<E*>(p);
+    p += tile_bytes<E>(rows, cols);
+    return r;
+  }
+};
+
+// dst[r][c] = src row (row0 + r), columns col0 .. col0+cols−1, for r < valid;
+// rows valid .. rows−1 are zero (the padding of a last, partial chunk). Rows of
+// src are `stride` elements apart. 16-byte copies: cols·sizeof(E) and the
+// offsets are multiples of 16 bytes for the shapes validate() admits.
+template <class E>
+__device__ void load_rows(E* dst, int ld, const E* src, std::int64_t stride, int rows, int valid, int cols) {
+  constexpr int per = 16 / sizeof(E);
+  const int vecs = cols / per;
+  for (int i = threadIdx.x; i < rows * vecs; i += blockDim.x) {
+    const int r = i / vecs, c = (i % vecs) * per;
+    uint4 x = make_uint4(0, 0, 0, 0);
+    if (r < valid) x = *reinterpret_cast<const uint4*>(src + r * stride + c);
+    *reinterpret_cast<uint4*>(dst + r * ld + c) = x;
+  }
+}
+
+// Rows r < valid of a tile back to global memory.
+template <class E>
+__device__ void store_rows(E* dst, std::int64_t stride, const E* src, int ld, int valid, int cols) {
+  constexpr int per = 16 / sizeof(E);
+  const int vecs = cols / per;
+  for (int i = threadIdx.x; i < valid * vecs; i += blockDim.x) {
+    const int r = i / vecs, c = (i % vecs) * per;
+    *reinterpret_cast<uint4*>(dst + r * stride + c) = *reinterpret_cast<const uint4*>(src + r * ld + c);
+  }
+}
+
+}  // namespace ttr::gpu
+
+namespace ttr::gpu {
+
+// Asynchronous copies (cp.async, sm_80+): global → shared without passing
+// through registers, so the next chunk's tiles load while this chunk computes.
+__device__ inline void cp_async16(void* smem_dst, const void* gmem_src) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src));
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Wait until at most N committed groups are still in flight.
+template <int N>
+__device__ inline void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// load_rows, asynchronously (padding rows are zeroed by ordinary stores).
+template <class E>
+__device__ void load_rows_async(E* dst, int ld, const E* src, std::int64_t stride, int rows, int valid, int cols) {
+  constexpr int per = 16 / sizeof(E);
+  const int vecs = cols / per;
+  for (int i = threadIdx.x; i < rows * vecs; i += blockDim.x) {
+    const int r = i / vecs, c = (i % vecs) * per;
+    if (r < valid) cp_async16(dst + r * ld + c, src + r * stride + c);
+    else *reinterpret_cast<uint4*>(dst + r * ld + c) = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// n contiguous floats (n·4 a multiple of 16), asynchronously.
+__device__ inline void load_flat_async(float* dst, const float* src, int n) {
+  for (int i = threadIdx.x * 4; i < n; i += blockDim.x * 4) cp_async16(dst + i, src + i);
+}
+
+}  // namespace ttr::gpu

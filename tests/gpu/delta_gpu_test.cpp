@@ -1,0 +1,213 @@
+// GPU tests of the delta family's CUDA kernels (gpu/family/): every kernel ×
+// dtype against the MPFR oracle under the gate's error model on the tiny and
+// standard suites, chunk vs fused-recurrent, T not a multiple of 64, K = V = 128,
+// a batch that fills the GPU, and bit-identical repeated runs. Label `gpu`;
+// without a device every test is skipped ("skipped: no CUDA device").
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fmt/format.h>
+#include <mutex>
+#include <thread>
+
+#include "cuda_gate/gate.hpp"
+#include "oracles/error_model.hpp"
+#include "oracles/registry.hpp"
+
+namespace ttr {
+namespace {
+
+#define TTR_REQUIRE_DEVICE()                                       \
+  do {                                                             \
+    const cuda::Status st = cuda::status();                        \
+    if (!st.usable()) GTEST_SKIP() << st.reason();                 \
+  } while (0)
+
+Dims dims(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, std::int64_t V) {
+  return {{"B", B}, {"T", T}, {"H", H}, {"K", K}, {"V", V}, {"N", K}, {"D", V}};
+}
+
+double worst_ratio(const CheckResult& r) {
+  double w = 0;
+  for (const auto& t : r.tensors) w = std::max(w, t.max_ratio);
+  return w;
+}
+
+// One line per check, collected by scripts/gpu-check into its table.
+void report(const std::vector<GateCheck>& checks) {
+  static std::mutex m;
+  const std::lock_guard<std::mutex> lock(m);
+  for (const GateCheck& c : checks) {
+    std::string detail;
+    for (const auto& t : c.result.tensors)
+      if (t.present) detail += fmt::format(" {}={:.3g}", t.name, t.max_ratio);
+    std::printf("GPUCHECK %-70s %-4s max_ratio=%.3g%s\n", c.id.c_str(), c.result.pass ? "pass" : "FAIL",
+                worst_ratio(c.result), detail.c_str());
+  }
+  std::fflush(stdout);
+}
+
+void expect_pass(const std::vector<GateCheck>& checks) {
+  for (const GateCheck& c : checks) {
+    EXPECT_TRUE(c.result.pass) << c.id << ": max ratio " << worst_ratio(c.result);
+    for (const auto& t : c.result.tensors) {
+      EXPECT_EQ(t.nan_count, 0) << c.id << " " << t.name << ": NaN (unwritten output?)";
+      EXPECT_EQ(t.inf_count, 0) << c.id << " " << t.name;
+    }
+  }
+}
+
+// Every layer with CUDA kernels on the cases of a vector suite, in parallel
+// over layers (the MPFR oracle dominates the time).
+void run_suite(const std::string& suite, std::uint64_t seed) {
+  std::vector<std::vector<GateCheck>> results(cuda::layers().size());
+  std::vector<std::thread> pool;
+  std::mutex em;
+  std::string error;
+  for (std::size_t i = 0; i < cuda::layers().size(); ++i)
+    pool.emplace_back([&, i] {
+      try {
+        const LayerEntry& e = find_layer(cuda::layers()[i]);
+        cuda::UnitOptions uo;
+        uo.cross = true;
+        for (const VectorCase& c : suite_cases(e.spec, suite)) {
+          auto r = cuda::check_unit(e, c, seed, uo);
+          results[i].insert(results[i].end(), r.begin(), r.end());
+        }
+      } catch (const std::exception& ex) {
+        const std::lock_guard<std::mutex> lock(em);
+        error += ex.what();
+      }
+    });
+  for (auto& t : pool) t.join();
+  ASSERT_TRUE(error.empty()) << error;
+  for (const auto& r : results) {
+    report(r);
+    expect_pass(r);
+    // bf16 and fp32, chunk and recurrent, and the cross check, per case.
+    EXPECT_GE(r.size(), 6u);
+  }
+}
+
+TEST(CudaDelta, TinySuitePassesTheGate) {
+  TTR_REQUIRE_DEVICE();
+  run_suite("tiny", 11);
+}
+
+TEST(CudaDelta, StandardSuitePassesTheGate) {
+  TTR_REQUIRE_DEVICE();
+  run_suite("standard", 12);
+}
+
+// Chunk boundaries (T = 64, 65, 130: one past a chunk and a partial last chunk),
+// K = V = 128 (the largest tiles, both dtypes' shared-memory budget) and
+// K ≠ V, with an initial state.
+TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
+  TTR_REQUIRE_DEVICE();
+  Regime states;
+  states.optional_inputs = true;
+  const std::vector<VectorCase> cases = {
+      {"t64", "", dims(1, 64, 1, 32, 32), {}, {}},
+      {"t65_h0", "", dims(1, 65, 2, 32, 48), states, {}},
+      {"t130_k128", "", dims(1, 130, 1, 128, 128), states, {}},
+      {"t200_k96_v16", "", dims(2, 200, 1, 96, 16), {}, {}},
+  };
+  for (const std::string& name : cuda::layers()) {
+    const LayerEntry& e = find_layer(name);
+    for (const VectorCase& c : cases) {
+      cuda::UnitOptions uo;
+      uo.cross = true;
+      const auto r = cuda::check_unit(e, c, 21, uo);
+      report(r);
+      expect_pass(r);
+    }
+  }
+}
+
+// A planted bug must fail: the chunk kernel's output against the oracle of
+// different inputs (another seed) is far outside the model.
+TEST(CudaDelta, WrongOutputFailsTheComparison) {
+  TTR_REQUIRE_DEVICE();
+  const LayerEntry& e = find_layer("gated_delta_rule");
+  const VectorCase c{"small", "", dims(1, 100, 2, 32, 32), {}, {}};
+  const TensorMap<double> in = generate_inputs(e.spec, c, 5), other = generate_inputs(e.spec, c, 6);
+  const Config cfg = Config::make(e.spec, c.config);
+  const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, in, cfg).values;
+  ModelSpec ms;
+  ms.chunk_size = cuda::kChunkSize;
+  ms.dtype = Tier::bf16;
+  const ErrorModel model = model_errors(e, in, cfg, oracle, ms);
+  const auto good = cuda::run("gated_delta_rule", cuda::Kernel::chunk, Tier::bf16, in, cfg);
+  const auto bad = cuda::run("gated_delta_rule", cuda::Kernel::chunk, Tier::bf16, other, cfg);
+  EXPECT_TRUE(compare(e.spec, oracle, model, good).pass);
+  EXPECT_FALSE(compare(e.spec, oracle, model, bad).pass);
+}
+
+// Slice (b, h) of a [B,T,H,F] / [B,T,H] / [B,H,K,V] tensor map (GDN's inputs).
+TensorMap<double> slice_head(const TensorMap<double>& in, std::int64_t b, std::int64_t h) {
+  TensorMap<double> out;
+  for (const auto& [name, t] : in) {
+    Tensor<double> s;
+    if (name == "h0") {
+      const std::int64_t H = t.dim(1), KV = t.dim(2) * t.dim(3);
+      s = Tensor<double>({1, 1, t.dim(2), t.dim(3)}, 0.0);
+      std::copy_n(t.data.begin() + (b * H + h) * KV, KV, s.data.begin());
+    } else {
+      const std::int64_t T = t.dim(1), H = t.dim(2), F = t.shape.size() > 3 ? t.dim(3) : 1;
+      Shape sh = t.shape;
+      sh[0] = 1, sh[2] = 1;
+      s = Tensor<double>(sh, 0.0);
+      for (std::int64_t i = 0; i < T; ++i)
+        std::copy_n(t.data.begin() + ((b * T + i) * H + h) * F, F, s.data.begin() + i * F);
+    }
+    out[name] = std::move(s);
+  }
+  return out;
+}
+
+// B·H = 512 heads (every multiprocessor busy in every stage): sampled heads equal
+// the same head run alone, bit for bit (no cross-block interference), those
+// single-head runs pass the oracle, and a repeated run is bit-identical.
+TEST(CudaDelta, FullGpuBatchIsPerHeadExactAndDeterministic) {
+  TTR_REQUIRE_DEVICE();
+  const LayerEntry& e = find_layer("gated_delta_rule");
+  Regime states;
+  states.optional_inputs = true;
+  const VectorCase big{"fill", "", dims(8, 300, 64, 64, 64), states, {}};
+  const TensorMap<double> in = generate_inputs(e.spec, big, 31);
+  const Config cfg = Config::make(e.spec, big.config);
+  for (Tier dtype : {Tier::bf16, Tier::fp32})
+    for (cuda::Kernel k : {cuda::Kernel::chunk, cuda::Kernel::recurrent}) {
+      const auto first = cuda::run("gated_delta_rule", k, dtype, in, cfg);
+      const auto again = cuda::run("gated_delta_rule", k, dtype, in, cfg);
+      for (const auto& [name, t] : first)
+        EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
+            << cuda::kernel_name(k) << " " << tier_name(dtype) << " " << name << ": repeated run differs";
+      for (auto [b, h] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {3, 17}, {7, 63}}) {
+        const TensorMap<double> one = slice_head(in, b, h);
+        const auto alone = cuda::run("gated_delta_rule", k, dtype, one, cfg);
+        const Tensor<double>& o_all = first.at("o");
+        const Tensor<double>& o_one = alone.at("o");
+        const std::int64_t T = o_all.dim(1), H = o_all.dim(2), V = o_all.dim(3);
+        std::int64_t diff = 0;
+        for (std::int64_t t = 0; t < T; ++t)
+          for (std::int64_t j = 0; j < V; ++j)
+            diff += o_all.data[((b * T + t) * H + h) * V + j] != o_one.data[t * V + j];
+        EXPECT_EQ(diff, 0) << cuda::kernel_name(k) << " " << tier_name(dtype) << " head (" << b << "," << h
+                           << ") differs from the same head run alone";
+        if (k == cuda::Kernel::chunk) {
+          const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, one, cfg).values;
+          ModelSpec ms;
+          ms.chunk_size = cuda::kChunkSize;
+          ms.dtype = dtype;
+          const CheckResult r = compare(e.spec, oracle, model_errors(e, one, cfg, oracle, ms), alone);
+          report({GateCheck{fmt::format("gated_delta_rule/cuda-chunk/{}/fill_head_{}_{}/31", tier_name(dtype), b, h), r}});
+          EXPECT_TRUE(r.pass);
+        }
+      }
+    }
+}
+
+}  // namespace
+}  // namespace ttr
