@@ -11,6 +11,7 @@
 //    collinear keys, C ∤ T).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -23,6 +24,7 @@
 #include "properties/gen/scalars.hpp"
 #include "properties/gen/shapes.hpp"
 #include "properties/support/run.hpp"
+#include "oracles/mutants.hpp"
 #include "reference/core/float16.hpp"
 
 namespace ttr::prop {
@@ -216,7 +218,9 @@ TEST(Meta, LayerCasesCoverEveryLayerWithEdges) {
     for (const auto& c : cases) {
       const LayerSpec& spec = find_layer(layer).spec;
       for (const TensorSpec& ts : spec.inputs)
-        if (ts.required) ASSERT_TRUE(c.in.count(ts.name)) << layer << " lacks " << ts.name;
+        if (ts.required) {
+          ASSERT_TRUE(c.in.count(ts.name)) << layer << " lacks " << ts.name;
+        }
       if (c.in.count("g")) {
         ++with_g;
         decay_one += std::count(c.in.at("g").data.begin(), c.in.at("g").data.end(), 0.0) > 0;
@@ -238,6 +242,76 @@ TEST(Meta, LayerCasesCoverEveryLayerWithEdges) {
       EXPECT_GE(beta1, with_beta / 10) << layer;
     }
   }
+}
+
+// The equivalence property (chunk/scan form = sequential form) with every bug of
+// the mutant catalogue (oracles/mutants.cpp) switched on in the chunk and scan
+// forms must be refuted for every (layer, form) the bug targets: the property and
+// its generators find realistic kernel bugs, not only a reversed inequality.
+// Mutants that bite only in 16-bit arithmetic are out of reach of an exact
+// comparison and skipped. Here both forms run in MPFR-128 through run_layer and
+// are compared after rounding to double, to 1e-20 normwise (the true difference
+// is ≤ 1e-30; a mutant's is ≥ 1e-8 or so).
+// The property, for one (layer, form) with mutant m active in the form (m's
+// conditions met: its config pairs set, its optional inputs drawn).
+rc::detail::TestResult equivalence_under(const std::string& layer, Form form, Mutant m, const MutantConditions& needs,
+                                         int cases) {
+  const auto equivalence = [&] {
+    gen::InputOptions opt;
+    opt.max_T = 20;
+    auto c = *gen::layer_case(layer, opt);
+    const LayerSpec& spec = find_layer(layer).spec;
+    for (const auto& [key, value] : needs.config) {  // the mutant's config overrides the drawn one
+      c.sets.erase(std::remove_if(c.sets.begin(), c.sets.end(), [&](const auto& kv) { return kv.first == key; }),
+                   c.sets.end());
+      c.sets.emplace_back(key, value);
+    }
+    for (const std::string& name : needs.inputs)
+      if (!c.in.count(name)) {
+        Tensor<double> t(shape_of(*spec.input(name), c.dims), 0.0);
+        t.data = gen::draw_role(spec.input(name)->role, t.numel());
+        c.in.emplace(name, std::move(t));
+      }
+    const auto want = run(c, Form::sequential, kMpfr128);
+    LayerResult got;
+    {
+      MutantScope scope(m);
+      got = run(c, form, kMpfr128);
+    }
+    for (const auto& [name, w] : want.values) {
+      if (name == "kappa" || name == "resid") continue;  // diagnostics (equivalence_props.cpp)
+      double num = 0, den = 0;
+      for (std::size_t e = 0; e < w.data.size(); ++e) {
+        const double d = std::fabs(got.values.at(name).data[e] - w.data[e]);
+        num = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(num, d);
+        den = std::max(den, std::fabs(w.data[e]));
+      }
+      RC_ASSERT(num <= 1e-20 * den);
+    }
+  };
+  rc::detail::TestParams params;
+  params.seed = 7;
+  params.maxSuccess = cases;
+  params.disableShrinking = true;  // only the verdict matters here
+  return rc::detail::checkTestable(equivalence, rc::detail::TestMetadata{}, params);
+}
+
+TEST(Meta, EquivalencePropertyRefutesEveryCatalogueMutant) {
+  int checked = 0;
+  for (const MutantInfo& m : mutant_catalogue()) {
+    const auto& tiers = m.needs.tiers;
+    if (!tiers.empty() && std::find(tiers.begin(), tiers.end(), Tier::mpfr) == tiers.end()) continue;
+    for (const MutantTarget& target : m.targets) {
+      EXPECT_TRUE(equivalence_under(target.layer, target.form, m.id, m.needs, 300).template is<rc::detail::FailureResult>())
+          << "mutant " << m.name << " on " << target.layer << "/" << form_name(target.form) << " survived 300 cases";
+      // The control: the same property, same seed and conditions, no mutant, holds
+      // (on 25 cases: Equivalence.* runs the unmutated forms at length).
+      EXPECT_TRUE(equivalence_under(target.layer, target.form, Mutant::none, m.needs, 25).template is<rc::detail::SuccessResult>())
+          << "control (no mutant) failed on " << target.layer << "/" << form_name(target.form);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
 }
 
 }  // namespace
