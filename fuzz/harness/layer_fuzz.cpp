@@ -197,6 +197,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const char* o = std::getenv("TTR_FUZZ_OBJECTIVE");
     return o && std::string(o) == "nan";
   }();
+  // TTR_FUZZ_VERBOSE=1: one line per check (ratios); TTR_FUZZ_DUMP=FILE: the
+  // inputs as a safetensors file with the metadata `ttrcheck check` reads, so a
+  // finding replays through the CLI (docs/fuzzing-harnesses.md).
+  static const bool verbose = std::getenv("TTR_FUZZ_VERBOSE") != nullptr;
+  static const char* dump = std::getenv("TTR_FUZZ_DUMP");
   ByteSource src(data, size);
   const Target& target = targets[src.byte() % targets.size()];
   const LayerSpec& spec = target.entry.spec;
@@ -229,6 +234,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;  // not an input the CLI accepts
   }
 
+  if (dump) {
+    io::TensorFile out = file;
+    out.metadata = {{"kind", "inputs"}, {"layer", spec.name}, {"config", cfg.json()}};
+    io::write_safetensors_atomic(dump, out);
+  }
   const TensorMap<double> oracle =
       run_layer(target.entry, Form::sequential, {Tier::mpfr, kOracleBits}, in.tensors, cfg).values;
   for (const Tier dtype : {Tier::bf16, Tier::fp32}) {
@@ -239,6 +249,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ms.chunk_size = chunk;
     const CheckResult r = compare(spec, oracle, model_errors(target.entry, in.tensors, cfg, oracle, ms), cand);
     const std::string what = describe(spec.name, target.form, dtype, in.dims, chunk);
+    if (verbose)
+      for (const TensorVerdict& v : r.tensors)
+        std::fprintf(stderr, "%s: %s max ratio %.4g at b=%lld t=%lld h=%lld, max abs error %.3e, NaN %lld, Inf %lld\n",
+                     what.c_str(), v.name.c_str(), v.max_ratio, static_cast<long long>(v.worst.b),
+                     static_cast<long long>(v.worst.t), static_cast<long long>(v.worst.h), v.max_abs_error,
+                     static_cast<long long>(v.nan_count), static_cast<long long>(v.inf_count));
     for (const TensorVerdict& v : r.tensors) {
       TTR_FUZZ_REQUIRE(v.nonfinite_failures == 0,
                        fmt::format("{}: '{}' has {} NaN/Inf where the oracle is finite (first at b={} t={} h={})",
