@@ -15,7 +15,9 @@
 //   V in [1, 8], chunk size 2^[1, 4], the layer's boolean config keys, then per
 //   input tensor in spec order: present? (optional ones), a tensor scale byte,
 //   a per-row spread byte, then its elements (see draw() below).
-// Every value is rounded to the bf16 grid, so the bf16 and fp32 kernels and the
+// Each read is its own statement (the order of a call's arguments is unspecified:
+// g++ and clang differ, and the same bytes must mean the same inputs in both
+// builds). Every value is rounded to the bf16 grid, so the bf16 and fp32 kernels and the
 // oracle see the same numbers; delta-rule steps are kept contractive
 // (β‖k‖² <= 1, as `ttrcheck vectors` does); the inputs then pass validate_inputs
 // (input the CLI would refuse is not a finding).
@@ -118,7 +120,14 @@ void draw(const TensorSpec& ts, ByteSource& src, Tensor<double>& t) {
           break;
         case Role::log_decay: {
           const std::uint8_t c = src.byte();
-          x = c < 64 ? 0.0 : c < 96 ? log_tiny : -std::ldexp(src.unit(), src.pick(-12, 6));
+          if (c < 64) {
+            x = 0.0;
+          } else if (c < 96) {
+            x = log_tiny;
+          } else {
+            const double m = src.unit();  // one statement each: arguments' order is unspecified
+            x = -std::ldexp(m, src.pick(-12, 6));
+          }
           break;
         }
         case Role::gate: {
@@ -128,16 +137,29 @@ void draw(const TensorSpec& ts, ByteSource& src, Tensor<double>& t) {
         }
         case Role::positive:
         case Role::precision:
-          x = std::ldexp(0.5 + src.unit(), src.pick(-12, 12));
+        {
+          const double m = 0.5 + src.unit();
+          x = std::ldexp(m, src.pick(-12, 12));
+        }
           break;
         case Role::transition: {
           const std::uint8_t c = src.byte();
-          x = c < 64 ? 1.0 : std::min(1.0, std::ldexp(0.5 + 0.5 * src.unit(), -src.pick(0, 80)));
+          if (c < 64) {
+            x = 1.0;
+          } else {
+            const double m = 0.5 + 0.5 * src.unit();
+            x = std::min(1.0, std::ldexp(m, -src.pick(0, 80)));
+          }
           break;
         }
         case Role::noise: {
           const std::uint8_t c = src.byte();
-          x = c < 96 ? 0.0 : std::ldexp(src.unit(), -src.pick(0, 30));
+          if (c < 96) {
+            x = 0.0;
+          } else {
+            const double m = src.unit();
+            x = std::ldexp(m, -src.pick(0, 30));
+          }
           break;
         }
         case Role::psd_matrix:
