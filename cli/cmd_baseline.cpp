@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <map>
-#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -20,8 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kBaselineSchema = "ttrcheck-baseline";
-constexpr int kBaselineSchemaVersion = 1;
 // A ratio may double (one bit of accuracy lost) before it counts as a regression.
 constexpr double kDefaultFactor = 2.0;
 // Ratios below this fraction of the threshold 8 are noise: a kernel that happens
@@ -55,38 +52,13 @@ Ratios read_reports(const std::vector<std::string>& paths) {
   return out;
 }
 
-double ratio_of(const json& v, const std::string& path, const std::string& where) {
-  if (v.is_number()) return v.get<double>();
-  if (v == "inf") return INFINITY;
-  throw InputError(fmt::format("{}: {}: ratio {} is not a number or \"inf\"", path, where, v.dump()));
-}
-
+// The file's text through the shared reader (oracles/report_read.cpp, fuzzed in fuzz/).
 Baseline read_baseline(const std::string& path) {
-  json doc;
-  try {
-    doc = json::parse(read_text(path));
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON (byte {})", path, e.byte));
-  }
-  if (!doc.is_object() || doc.value("schema", json()) != kBaselineSchema)
-    throw InputError(fmt::format("{}: not a ttrcheck baseline (field 'schema' is not \"{}\")", path, kBaselineSchema));
-  if (doc.value("schema_version", json()) != kBaselineSchemaVersion)
-    throw InputError(fmt::format("{}: baseline schema_version {} is not supported (this ttrcheck reads {})", path,
-                                 doc.value("schema_version", json()).dump(), kBaselineSchemaVersion));
+  BaselineDoc d = parse_baseline_text(read_text(path), path);
   Baseline b;
-  for (auto [key, dst, min] : {std::tuple{"factor", &b.factor, 1.0}, std::tuple{"floor", &b.floor, 0.0}}) {
-    const json v = doc.value(key, json());
-    if (!v.is_number() || !(v.get<double>() >= min))
-      throw InputError(fmt::format("{}: field '{}' must be a number >= {}", path, key, min));
-    *dst = v.get<double>();
-  }
-  const json checks = doc.value("checks", json());
-  if (!checks.is_object()) throw InputError(fmt::format("{}: field 'checks' must be an object", path));
-  for (const auto& [id, tensors] : checks.items()) {
-    if (!tensors.is_object()) throw InputError(fmt::format("{}: check '{}' must map tensor names to ratios", path, id));
-    auto& row = b.ratios[id];
-    for (const auto& [name, v] : tensors.items()) row[name] = ratio_of(v, path, fmt::format("check '{}' tensor '{}'", id, name));
-  }
+  b.factor = d.factor;
+  b.floor = d.floor;
+  b.ratios = std::move(d.ratios);
   return b;
 }
 

@@ -85,22 +85,7 @@ Form parse_form(const std::string& s) {
   throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan)", s));
 }
 
-LayerRunner LayerEntry::runner(Form f, Tier t) const {
-  const auto it = forms.find(f);
-  if (it == forms.end()) {
-    std::string have;
-    for (const auto& [form, _] : forms) have += (have.empty() ? "" : ", ") + std::string(form_name(form));
-    throw InputError(fmt::format("layer '{}' has no {} form (it has: {})", spec.name, form_name(f), have));
-  }
-  return it->second[static_cast<std::size_t>(t)];
-}
-
-LayerResult run_layer(const LayerEntry& layer, Form form, const Arith& arith, const TensorMap<double>& inputs,
-                      const Config& cfg, int chunk_size) {
-  RunOptions opt;
-  opt.bits = arith.bits;
-  opt.chunk_size = chunk_size;
-  return layer.runner(form, arith.tier)(inputs, cfg, opt);
-}
+// LayerEntry::runner and run_layer: oracles/layer_entry.cpp (no reference to the
+// runner table, so a program may build its own LayerEntry from a few runners).
 
 }  // namespace ttr

@@ -87,27 +87,6 @@ std::vector<std::string> failure_lines(const CheckResult& r) {
   return lines;
 }
 
-const json& field(const json& obj, const char* key, json::value_t type, const std::string& where_,
-                  const std::string& path) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) throw InputError(fmt::format("{}: {} has no field '{}'", path, where_, key));
-  const bool ok = type == json::value_t::number_float ? it->is_number() : it->type() == type;
-  if (!ok) throw InputError(fmt::format("{}: {} field '{}' has the wrong type ({})", path, where_, key, it->type_name()));
-  return *it;
-}
-
-double ratio_from_json(const json& v, const std::string& where_, const std::string& path) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s == "inf") return INFINITY;
-    if (s == "-inf") return -INFINITY;
-    if (s == "nan") return NAN;
-  }
-  throw InputError(fmt::format("{}: {} field 'max_ratio' is {}; expected a number, \"inf\" or \"nan\"", path, where_,
-                               v.dump()));
-}
-
 // The threshold every check shares; kRatioThreshold for none, nullopt when they differ.
 std::optional<double> common_threshold(const std::vector<NamedCheck>& checks) {
   if (checks.empty()) return kRatioThreshold;
@@ -248,62 +227,6 @@ void print_table(std::FILE* out, const std::vector<NamedCheck>& checks) {
   else
     std::fprintf(out, "verdict: FAIL (%td of %zu check%s failed, %s)\n", failed, checks.size(),
                  checks.size() == 1 ? "" : "s", threshold.c_str());
-}
-
-std::string read_text(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: cannot read: it is a directory", path));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  std::string s{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  if (f.bad()) throw InputError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  return s;
-}
-
-std::vector<ReportedCheck> parse_report(const std::string& path) {
-  const std::string text = read_text(path);
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message starts with "[json.exception.parse_error.101] ": keep the rest.
-    const std::string what = e.what();
-    const auto cut = what.find("] ");
-    throw InputError(fmt::format("{}: not valid JSON: {}", path, cut == std::string::npos ? what : what.substr(cut + 2)));
-  }
-  if (!doc.is_object()) throw InputError(fmt::format("{}: not a ttrcheck report (not a JSON object)", path));
-  const auto schema = doc.find("schema");
-  if (schema == doc.end() || *schema != kReportSchema)
-    throw InputError(fmt::format("{}: not a ttrcheck report (field 'schema' is not \"{}\")", path, kReportSchema));
-  const json& version = field(doc, "schema_version", json::value_t::number_unsigned, "the report", path);
-  if (version != kReportSchemaVersion)
-    throw InputError(fmt::format("{}: report schema_version {} is not supported (this ttrcheck reads {})", path,
-                                 version.dump(), kReportSchemaVersion));
-  std::vector<ReportedCheck> out;
-  std::set<std::string> ids;
-  for (const json& c : field(doc, "checks", json::value_t::array, "the report", path)) {
-    const std::string at = fmt::format("check #{}", out.size() + 1);
-    if (!c.is_object()) throw InputError(fmt::format("{}: {} is not an object", path, at));
-    ReportedCheck rc;
-    rc.id = field(c, "id", json::value_t::string, at, path).get<std::string>();
-    if (!ids.insert(rc.id).second) throw InputError(fmt::format("{}: check id '{}' appears twice", path, rc.id));
-    const std::string in = fmt::format("check '{}'", rc.id);
-    rc.pass = field(c, "pass", json::value_t::boolean, in, path).get<bool>();
-    for (const json& t : field(c, "tensors", json::value_t::array, in, path)) {
-      if (!t.is_object()) throw InputError(fmt::format("{}: {} has a tensor entry that is not an object", path, in));
-      ReportedTensor rt;
-      rt.name = field(t, "name", json::value_t::string, in + " tensor", path).get<std::string>();
-      const std::string tn = fmt::format("check '{}' tensor '{}'", rc.id, rt.name);
-      rt.present = field(t, "present", json::value_t::boolean, tn, path).get<bool>();
-      const auto mr = t.find("max_ratio");
-      if (mr == t.end()) throw InputError(fmt::format("{}: {} has no field 'max_ratio'", path, tn));
-      rt.max_ratio = ratio_from_json(*mr, tn, path);
-      rt.pass = field(t, "pass", json::value_t::boolean, tn, path).get<bool>();
-      rc.tensors.push_back(std::move(rt));
-    }
-    out.push_back(std::move(rc));
-  }
-  return out;
 }
 
 }  // namespace ttr

@@ -12,11 +12,9 @@
 #include <vector>
 
 #include "oracles/error_model.hpp"
+#include "oracles/report_read.hpp"  // parse_report, read_text (and the schema constants)
 
 namespace ttr {
-
-inline constexpr const char* kReportSchema = "ttrcheck-report";
-inline constexpr int kReportSchemaVersion = 1;
 
 // A check with its id "<layer>/<form>/<dtype>/<case or file>", unique in a report.
 using NamedCheck = std::pair<std::string, CheckResult>;
@@ -51,26 +49,5 @@ std::string junit_xml(const std::string& suite_name, const std::vector<NamedChec
 // ratio, worst (b,t,h) (the first non-finite failure where there is one), NaN and
 // Inf counts, PASS/FAIL/absent; then a verdict line.
 void print_table(std::FILE* out, const std::vector<NamedCheck>& checks);
-
-// What a baseline needs from a report.
-struct ReportedTensor {
-  std::string name;
-  bool present = true;
-  double max_ratio = 0.0;  // may be inf (a non-finite failure)
-  bool pass = true;
-};
-struct ReportedCheck {
-  std::string id;
-  bool pass = true;
-  std::vector<ReportedTensor> tensors;
-};
-
-// Reads a report written by check_json/report_json, in the file's order.
-// InputError "<path>: <problem>" for an unreadable file, invalid JSON, another
-// schema or schema_version, a missing or mistyped field, or a repeated check id.
-std::vector<ReportedCheck> parse_report(const std::string& path);
-
-// The whole of a text file; InputError "<path>: cannot read: <reason>".
-std::string read_text(const std::string& path);
 
 }  // namespace ttr

@@ -171,12 +171,22 @@ TEST_F(CliBaseline, MalformedReportsExit2WithOneLineAndNoBaseline) {
   no_ratio["checks"][0]["tensors"][0].erase("max_ratio");
   json twice = *report_;
   twice["checks"].push_back(twice["checks"][0]);
+  json negative = *report_;
+  negative["checks"][0]["tensors"][0]["max_ratio"] = -1.5;
+  json minus_inf = *report_;
+  minus_inf["checks"][0]["tensors"][0]["max_ratio"] = "-inf";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{ not json", "not valid JSON"},
       {"[]", "not a ttrcheck report"},
       {wrong_version.dump(), "schema_version 99 is not supported"},
       {no_ratio.dump(), "has no field 'max_ratio'"},
-      {twice.dump(), "appears twice"}};
+      {twice.dump(), "appears twice"},
+      // Found by fuzz/harness/report_fuzz.cpp: a number beyond double's range is
+      // nlohmann's out_of_range, not a parse_error, and ended as "internal error"
+      // (exit 3); negative ratios and "-inf" were accepted against the schema.
+      {R"({"schema": "ttrcheck-report", "schema_version": 1, "checks": [], "x": 1e999})", "number overflow"},
+      {negative.dump(), "expected a number >= 0"},
+      {minus_inf.dump(), "expected a number >= 0"}};
   for (const auto& [text, message] : cases) {
     const std::string rep = work_ / "bad.json";
     write(rep, text);
@@ -190,6 +200,33 @@ TEST_F(CliBaseline, MalformedReportsExit2WithOneLineAndNoBaseline) {
   const CliResult r = compare(work_ / "bad.json", {save(*report_, "r.json")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("not a ttrcheck baseline"), std::string::npos) << r.err;
+}
+
+// Found by fuzz/harness/baseline_fuzz.cpp: a baseline whose factor (or any
+// number) overflows double ended as "internal error" (exit 3); a negative
+// recorded ratio was accepted against docs/schemas/baseline.schema.json.
+TEST_F(CliBaseline, MalformedBaselineNumbersExit2WithOneLine) {
+  const std::string rep = save(*report_, "r.json");
+  const std::string base = record({rep});
+  json good = json::parse(slurp(base));
+  json negative = good;
+  negative["checks"][kId]["o"] = -2.0;
+  std::string huge = good.dump();  // compact: ..."factor":2.0,...
+  const auto at = huge.find("\"factor\":");
+  ASSERT_NE(at, std::string::npos) << huge;
+  huge.replace(at, huge.find(',', at) - at, "\"factor\":1e999");
+  ASSERT_NE(huge.find("1e999"), std::string::npos) << huge;
+  const std::vector<std::pair<std::string, std::string>> cases = {{huge, "number overflow"},
+                                                                  {negative.dump(), "is not a number >= 0"}};
+  for (const auto& [text, message] : cases) {
+    const std::string bad = work_ / "bad_baseline.json";
+    write(bad, text);
+    const CliResult r = compare(bad, {rep});
+    EXPECT_EQ(r.exit_code, 2) << text << "\n" << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_NE(r.err.find(bad + ": "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(CliBaseline, SameCheckInTwoReportsExits2) {
