@@ -182,6 +182,8 @@ Case generate_case(const LayerSpec& spec, const std::string& family, const Gener
   Regime rg;
   if (family == "gate_edges") rg.decay_edges = true;
   if (family == "gate_edges" || family == "beta_edges") rg.beta_edges = true;
+  // A layer whose β is optional (GKA) gets one drawn, else beta_edges would be plain.
+  if (family == "beta_edges" && spec.input("beta") && !spec.input("beta")->required) rg.optional_inputs = true;
   if (family == "key_norms") {
     rg.key_log10_norm_lo = rng.uniform(-12.0, -1.0);
     rg.key_log10_norm_hi = rng.uniform(1.0, 5.0);

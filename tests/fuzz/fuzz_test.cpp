@@ -40,7 +40,7 @@ struct Planted {
 const Planted kPlanted[] = {{"gate-exp-unmasked", "gated_delta_rule", "cpu:bf16"},
                             {"kaczmarz-eps-dropped", "kaczmarz_delta_rule", "cpu:fp32"},
                             {"gka-zero-norm-unguarded", "gka", "cpu:bf16"}};
-constexpr std::int64_t kPlantedBudget = 60;  // cases: a bounded campaign
+constexpr std::int64_t kPlantedBudget = 120;  // cases: a bounded campaign
 
 fuzz::CampaignResult campaign(const LayerEntry& layer, const fuzz::Target& t, std::int64_t cases, std::uint64_t seed,
                               int max_findings = 1) {
