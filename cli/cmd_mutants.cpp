@@ -22,6 +22,7 @@ nlohmann::json needs_json(const MutantConditions& n) {
   if (n.min_chunks > 1) j["min_chunks"] = n.min_chunks;
   if (n.partial_last_chunk) j["partial_last_chunk"] = true;
   if (n.several_sequences) j["several_sequences"] = true;
+  if (n.special != SpecialInput::none) j["special_inputs"] = special_input_text(n.special);
   return j;
 }
 
@@ -38,6 +39,7 @@ std::string needs_text(const MutantConditions& n) {
   if (n.min_chunks > 1) parts.push_back(fmt::format("T >= {}·C (chunk forms)", n.min_chunks));
   if (n.partial_last_chunk) parts.push_back("T not a multiple of C");
   if (n.several_sequences) parts.push_back("B·H >= 2");
+  if (n.special != SpecialInput::none) parts.push_back(special_input_text(n.special));
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 

@@ -20,5 +20,6 @@ Command add_check(CLI::App& app);
 Command add_baseline(CLI::App& app);
 Command add_gate(CLI::App& app);
 Command add_proofs(CLI::App& app);
+Command add_fuzz(CLI::App& app);
 
 }  // namespace ttr::cli

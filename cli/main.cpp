@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   reg(ttr::cli::add_baseline);
   reg(ttr::cli::add_gate);
   reg(ttr::cli::add_proofs);
+  reg(ttr::cli::add_fuzz);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

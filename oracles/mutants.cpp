@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <stdexcept>
 
@@ -140,10 +141,89 @@ std::vector<MutantInfo> build() {
         "instead of the exclusive one",
         on(chunk, {kKla}), n);
   }
+  {
+    MutantConditions n;
+    n.special = SpecialInput::strong_decay;
+    add(Mutant::gate_exp_unmasked, "gate-exp-unmasked",
+        "chunk decay factors exp(b_t − b_s) computed for every pair and the causal mask applied by multiplying "
+        "(inf·0 = NaN above the diagonal once a chunk's gates sum below exp's range)",
+        on(chunk, {kDecayedGatedLinear, kDecayedDelta}), n,
+        "bit-identical to the correct form unless some span of one chunk has Σg < −88.7 (fp32 and the 16-bit "
+        "policies) or < −709.8 (fp64): realistic gates (≈ −0.05 per token) never; g = log(1e-30) in two tokens does");
+  }
+  {
+    MutantConditions n;
+    n.special = SpecialInput::zero_key;
+    add(Mutant::kaczmarz_eps_dropped, "kaczmarz-eps-dropped",
+        "Kaczmarz coefficient η/‖k‖² with no eps (KLA-Z eq. (3) with eps = 0): +inf, then NaN, at a zero key",
+        on(chunk, {{"kaczmarz_delta_rule"}}), n,
+        "NaN only where ‖k‖² = 0 in the kernel's arithmetic; elsewhere off by ≈ eps/‖k‖² relative (1e-6 on unit "
+        "keys: below bf16's resolution, of the order of fp32's model error)");
+  }
+  {
+    MutantConditions n;
+    n.config = {{"solver", "chebyshev"}};
+    n.special = SpecialInput::zero_write_prefix;
+    add(Mutant::gka_zero_norm_unguarded, "gka-zero-norm-unguarded",
+        "GKA tokens with H_t = 0 (so ‖H_t‖_F = 0 and λ_t = 0) not special-cased: Chebyshev's ρ = 0/0 and step "
+        "2/(L + μ) = 2/0 make x_t and o_t NaN",
+        on(chunk, {kGka}), n,
+        "bit-identical to the correct form unless some H_t is exactly 0 (β = 0 or k = 0 at every token since the "
+        "start, no hkk0); also NaN under solver=exact (a singular solve); cg stops at pᵀAp = 0 and is unaffected");
+  }
   return c;
 }
 
 }  // namespace
+
+const char* special_input_text(SpecialInput s) {
+  switch (s) {
+    case SpecialInput::none: return "";
+    case SpecialInput::strong_decay: return "strong decays: a chunk whose log-gates sum below -88.7 (fp32) / -709.8 (fp64)";
+    case SpecialInput::zero_key: return "a zero key (‖k‖² = 0 in the kernel's arithmetic)";
+    case SpecialInput::zero_write_prefix: return "H_t = 0 at some token: β = 0 from the sequence start, no hkk0";
+  }
+  return "";
+}
+
+void plant_special_input(SpecialInput s, const LayerSpec& spec, TensorMap<double>& inputs) {
+  const auto with_role = [&](Role role) -> Tensor<double>* {
+    for (const TensorSpec& t : spec.inputs)
+      if (t.role == role && inputs.count(t.name)) return &inputs.at(t.name);
+    return nullptr;
+  };
+  switch (s) {
+    case SpecialInput::none: return;
+    case SpecialInput::strong_decay: {
+      Tensor<double>* g = with_role(Role::log_decay);
+      if (!g) throw InputError(fmt::format("layer '{}' has no log-decay input to make strong", spec.name));
+      // bf16-rounded log(1e-30) = −69.0: two such tokens overflow fp32's exp, eleven fp64's.
+      for (double& x : g->data) x = -69.0;
+      return;
+    }
+    case SpecialInput::zero_key: {
+      Tensor<double>* k = with_role(Role::key);
+      if (!k) throw InputError(fmt::format("layer '{}' has no key input to zero", spec.name));
+      const std::int64_t T = k->shape.at(1), H = k->shape.at(2), K = k->shape.at(3);
+      for (std::int64_t r = 0; r < k->numel() / K; ++r)
+        if ((r / H) % T % 5 == 0) std::fill_n(k->data.begin() + r * K, K, 0.0);
+      return;
+    }
+    case SpecialInput::zero_write_prefix: {
+      const TensorSpec* beta = spec.input("beta");
+      if (!beta || !inputs.count("q")) throw InputError(fmt::format("layer '{}' has no write gate beta", spec.name));
+      const Tensor<double>& q = inputs.at("q");
+      Tensor<double> b({q.shape.at(0), q.shape.at(1), q.shape.at(2)}, 1.0);
+      const std::int64_t T = q.shape[1], H = q.shape[2];
+      for (std::int64_t r = 0; r < b.numel(); ++r)
+        if ((r / H) % T < 3) b.data[r] = 0.0;
+      inputs["beta"] = std::move(b);
+      for (const TensorSpec& t : spec.inputs)
+        if (!t.required && (t.role == Role::state || t.role == Role::psd_matrix)) inputs.erase(t.name);
+      return;
+    }
+  }
+}
 
 bool MutantInfo::affects(const std::string& layer, Form form) const {
   for (const auto& t : targets)

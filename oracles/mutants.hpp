@@ -15,6 +15,7 @@
 #include "oracles/arith.hpp"
 #include "oracles/spec.hpp"
 #include "reference/core/mutant.hpp"
+#include "reference/core/tensor.hpp"
 
 namespace ttr {
 
@@ -27,6 +28,19 @@ struct MutantTarget {
 // these conditions it may compute the correct function (a mutant of h0 handling
 // changes nothing when no h0 is given), so a gate that runs it there proves
 // nothing. Defaults: any config, inputs, arithmetic and shape.
+// Special inputs a mutant needs to do any harm that shows: NaN/Inf bugs live on
+// inputs random draws never contain (a zero key, gates summing past exp's range).
+// The default gate's random inputs are not relied upon to contain them; the fuzzer
+// (`ttrcheck fuzz`, oracles/fuzz) generates them and tests/fuzz proves it finds
+// each such mutant; plant_special_input makes them deterministically for tests.
+enum class SpecialInput {
+  none,
+  strong_decay,       // a chunk whose log-gates sum below −88.7 (fp32) / −709.8 (fp64): g ≈ log(1e-30) per token
+  zero_key,           // a key row with ‖k‖² = 0 in the kernel's arithmetic (zero, or underflowing fp32)
+  zero_write_prefix,  // GKA: H_t = 0 at some token — β = 0 from the sequence start, no hkk0
+};
+const char* special_input_text(SpecialInput s);  // one line ("" for none)
+
 struct MutantConditions {
   std::vector<std::pair<std::string, std::string>> config;  // --set pairs (e.g. solver=chebyshev)
   std::vector<std::string> inputs;  // optional input tensors that must be present (e.g. h0)
@@ -34,6 +48,7 @@ struct MutantConditions {
   int min_chunks = 1;               // chunk forms: T ≥ min_chunks·C (ignored by whole-sequence scans)
   bool partial_last_chunk = false;  // T not a multiple of the chunk size C
   bool several_sequences = false;   // B·H ≥ 2
+  SpecialInput special = SpecialInput::none;  // inputs it needs to produce NaN/Inf (none: any inputs)
 };
 
 struct MutantInfo {
@@ -46,6 +61,14 @@ struct MutantInfo {
 
   bool affects(const std::string& layer, Form form) const;
 };
+
+// Rewrites `inputs` (a valid input set of `spec`, as generate_inputs draws it) in
+// place so that they contain `s`: strong_decay sets every log-decay to the bf16
+// value nearest log(1e-30); zero_key zeroes the keys of every fifth token (t = 0,
+// 5, …); zero_write_prefix gives the layer a write gate β that is 0 for the first
+// three tokens (1 after) and drops its initial states. InputError when the layer
+// has no such input (no log-decay, no key, no β).
+void plant_special_input(SpecialInput s, const LayerSpec& spec, TensorMap<double>& inputs);
 
 // Every mutant, in Mutant order (Mutant::none excluded).
 const std::vector<MutantInfo>& mutant_catalogue();

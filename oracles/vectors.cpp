@@ -266,6 +266,11 @@ TensorMap<double> generate_inputs(const LayerSpec& spec, const VectorCase& c, st
     draw(ts, c.regime, rng, t);
     out.emplace(ts.name, std::move(t));
   }
+  keep_writes_contractive(spec, out);
+  return out;
+}
+
+void keep_writes_contractive(const LayerSpec& spec, TensorMap<double>& out) {
   // Keep delta-rule writes contractive: β_t ‖k_t‖² <= 1 (see LayerSpec).
   if (spec.step_scales_with_key_energy && out.count("beta") && out.count("k")) {
     const Tensor<double>& k = out.at("k");
@@ -282,7 +287,6 @@ TensorMap<double> generate_inputs(const LayerSpec& spec, const VectorCase& c, st
       beta.data[r] = b;
     }
   }
-  return out;
 }
 
 }  // namespace ttr

@@ -43,6 +43,11 @@ const std::vector<std::string>& suite_names();  // tiny, demo, standard, stress
 // InputError for an unknown suite.
 std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& suite);
 
+// Keeps delta-rule writes contractive (layers with step_scales_with_key_energy):
+// where β_t‖k_t‖² > 1, β_t becomes the largest bf16 value with β_t‖k_t‖² ≤ 1.
+// A no-op for other layers and for inputs without β or k.
+void keep_writes_contractive(const LayerSpec& spec, TensorMap<double>& inputs);
+
 // Inputs of one case; the same (spec, case, seed) gives bit-identical tensors.
 TensorMap<double> generate_inputs(const LayerSpec& spec, const VectorCase& c, std::uint64_t seed);
 

@@ -41,6 +41,10 @@ enum class Mutant : unsigned char {
   last_partial_chunk_dropped,   // floor(T/C) chunks: the last partial chunk is skipped
   scan_operands_swapped,        // Blelloch down-sweep composes L ⊕ P instead of P ⊕ L
   scan_carry_inclusive,         // chunked scan: chunk c's carry-in includes its own aggregate
+  // NaN/Inf only on special inputs (what `ttrcheck fuzz --objective nan` hunts):
+  gate_exp_unmasked,            // exp(b_t - b_s) for every pair, causal mask applied by multiplying
+  kaczmarz_eps_dropped,         // Kaczmarz coefficient eta/||k||^2 with no eps at all
+  gka_zero_norm_unguarded,      // GKA tokens with H_t = 0 (lambda = 0) not special-cased
 };
 
 namespace mutant_detail {

@@ -143,6 +143,33 @@ void masked_decayed_products(Decay kind, const Matrix<typename P::acc>& X, const
   using A = typename P::acc;
   const int c = X.rows, K = X.cols;
   const A zero = from_double<A>(0.0);
+  // mutant gate-exp-unmasked: the decay factor e^{b_t − b_s} computed for every
+  // pair (t, s) of the chunk and the causal mask applied by multiplying with 0/1
+  // (`A * exp(g[:, None] − g[None, :]) * m` instead of `where(m, …, 0)`). Above the
+  // diagonal b_t − b_s = −Σ_{s'∈(t,s]} g_{s'} ≥ 0: where a chunk's gates sum below
+  // −88.7 (fp32; −709.8 in fp64) the factor overflows to +inf and inf·0 = NaN.
+  // Gates of realistic size never get there; strong decays (g ≈ −69) do in two tokens.
+  if (mutated(Mutant::gate_exp_unmasked) && kind != Decay::none) {
+    const bool acc16 = chunk_detail::accumulates_in_16bit<P>();
+    if (kind == Decay::scalar) chunk_gemm_nt<P>(X, Y, out);
+    else out.assign(c, c, zero);
+    const A one = from_double<A>(1.0);
+    for (int t = 0; t < c; ++t)
+      for (int s = 0; s < c; ++s) {
+        const A mask = (s > t || (strict && s == t)) ? zero : one;
+        if (kind == Decay::scalar) {
+          out(t, s) = out(t, s) * decay_between(b, t, s, 0) * mask;
+          continue;
+        }
+        A acc = zero;
+        for (int d = 0; d < K; ++d) {
+          if (acc16) acc = P::narrow(acc + X(t, d) * Y(s, d) * decay_between(b, t, s, d));
+          else mul_add_to(acc, X(t, d) * Y(s, d), decay_between(b, t, s, d));
+        }
+        out(t, s) = acc * mask;
+      }
+    return;
+  }
   if (kind != Decay::per_key) {
     chunk_gemm_nt<P>(X, Y, out);
     for (int t = 0; t < c; ++t)

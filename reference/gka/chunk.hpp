@@ -418,9 +418,16 @@ void gka_chunk_lambdas(const GkaOptions& opt, GkaChunkSolve<T>& s) {
   // floor, which GKA argues cannot bound κ (MesaNet's reaches 500) and replaces by
   // λ_t = a‖H_t‖_F (eq. (4)): a port that hard-codes it ignores `a` and `lambda`.
   const bool constant = mutated(Mutant::gka_constant_lambda);
+  // mutant gka-zero-norm-unguarded: no special case for H_c = 0 (then ‖H_c‖_F = 0 and
+  // the adaptive λ_c = 0): the solvers run on the zero matrix, and Chebyshev's
+  // ρ = (L − μ)/(L + μ) = 0/0 and step 2/(L + μ) = 2/0 turn x_c, then o_c, into
+  // NaN. H_c = 0 only where every write up to c vanished — β = 0 (or k = 0) since the
+  // sequence start with no hkk0, or all earlier writes decayed to 0 — never on
+  // random keys and gates.
+  const bool guarded = !mutated(Mutant::gka_zero_norm_unguarded);
   for (std::size_t c = 0; c < n; ++c) {
     s.lam[c] = constant ? from_double<T>(0.25) : opt.fixed_lambda ? from_double<T>(opt.lambda) : a * s.fro[c];
-    s.degenerate[c] = s.lam[c] == zero;
+    s.degenerate[c] = guarded && s.lam[c] == zero;
   }
 }
 

@@ -38,6 +38,10 @@ TEST(Gate, CorrectKernelsPassTheDefaultSuite) {
 TEST(Gate, EveryMutantFailsTheDefaultGate) {
   ASSERT_GE(mutant_catalogue().size(), 12u);
   for (const MutantInfo& m : mutant_catalogue()) {
+    // NaN/Inf mutants need special inputs (zero keys, H_t = 0) that the gate's
+    // random draws are not relied on to contain: tests/fuzz proves the fuzzer
+    // finds each of them instead.
+    if (m.needs.special != SpecialInput::none) continue;
     GateOptions o;
     o.seeds = 1;
     o.mutant = m.name;

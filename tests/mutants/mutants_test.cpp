@@ -25,7 +25,8 @@ namespace ttr::test {
 namespace {
 
 // The demo case (B = 1, T = 128, H = 2, K = V = 16) set up the way the mutant
-// needs it: its config pairs, its optional inputs drawn (h0 …), and a chunk size
+// needs it: its config pairs, its optional inputs drawn (h0 …), its special inputs
+// planted (strong decays, zero keys, a zero-write prefix), and a chunk size
 // giving 8 chunks — or, for the partial-chunk mutant, 5 full chunks and one of 8.
 struct MutantCase {
   TensorMap<double> inputs;
@@ -39,6 +40,7 @@ MutantCase case_for(const MutantInfo& m, const std::string& layer) {
   if (!m.needs.inputs.empty()) c.regime.optional_inputs = true;
   for (const auto& kv : m.needs.config) c.config.push_back(kv);
   MutantCase mc{generate_inputs(spec, c, 0), Config::make(spec, c.config), m.needs.partial_last_chunk ? 24 : 16};
+  plant_special_input(m.needs.special, spec, mc.inputs);  // NaN/Inf mutants: the inputs they need, made on purpose
   const std::int64_t T = c.dims.at("T");
   EXPECT_GE(T, m.needs.min_chunks * mc.chunk) << "the case must satisfy the mutant's min_chunks";
   EXPECT_EQ(T % mc.chunk != 0, m.needs.partial_last_chunk);
