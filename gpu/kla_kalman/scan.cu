@@ -2,12 +2,12 @@
 // affine information-mean scan as chunked two-level scans (chunks of 64 tokens),
 // the plan of reference/kla_kalman/scan.hpp's `chunk` form:
 //
-//   1. mobius_aggregates  (chunks × B·H × D-tiles): per slot, the sequential
+//   1. mobius_aggregates  (chunks × B·H × slot tiles): per slot, the sequential
 //      prefix of M_t inside the chunk (registers); the chunk aggregate is stored.
 //   2. carries<Mobius>    (B·H × slot tiles): sequential over chunks, the
 //      aggregates turned in place into each chunk's carry-in (the prefix of the
 //      aggregates before it; stored narrowed, as every stored composition).
-//   3. affine_aggregates  (chunks × B·H × D-tiles): Λ_t = (carry ∘ local_t)(Λ_0)
+//   3. affine_aggregates  (chunks × B·H × slot tiles): Λ_t = (carry ∘ local_t)(Λ_0)
 //      (Cor. 1.1), f_t = ā/(ā² + p̄Λ_{t−1}) (eq. (19)), the chunk's prefix of the
 //      affine maps (f_t, k_n λv_d v_d) (registers); the aggregate is stored.
 //   4. carries<Affine>    as 2, for the mean track.
@@ -16,9 +16,10 @@
 //      o_{t,d} = scale Σ_n q_n μ, o_var_{t,d} = scale² Σ_n q_n²/Λ (n ascending,
 //      in the thread that owns d: no cross-thread reduction), lambda_T, eta_T.
 //
-// A thread owns one value column d and walks the slots (n, d), n ascending, and
-// the tokens of its chunk: Λ and η never leave registers inside a chunk, and
-// nothing crosses threads except through the carries in global memory.
+// Stages 1–4: a thread per slot (n, d). Stage 5: a thread owns one value column
+// d and walks the slots (n, d), n ascending, and the tokens of its chunk, so the
+// sums over n need no cross-thread reduction. Λ and η never leave registers
+// inside a chunk; nothing crosses threads except through the carries in memory.
 // Recomputing the local scans (stages 3 and 5) is cheaper than storing Λ_t for
 // every token and slot (T·N·D floats per head).
 //
@@ -45,8 +46,8 @@ using kla::Affine;
 using kla::Mobius;
 
 constexpr int kChunk = 64;  // tokens per chunk
-constexpr int kCols = 64;   // value columns d per block (stages 1, 3, 5)
-constexpr int kSlots = 256; // slots per block (carry stages)
+constexpr int kCols = 64;   // value columns d per block (stage 5)
+constexpr int kSlots = 256; // slots per block (stages 1–4)
 
 struct Shape {
   int B, T, H, N, D, chunks;
@@ -77,25 +78,24 @@ __device__ inline Slot load_slot(const Shape& s, const float* a_bar, const float
 }
 
 template <class E>
-__global__ void __launch_bounds__(kCols) mobius_aggregates(Shape s, const E* __restrict__ k,
-                                                           const float* __restrict__ lv,
-                                                           const float* __restrict__ a_bar,
-                                                           const float* __restrict__ p_bar,
-                                                           Mobius* __restrict__ agg) {
-  const int c = blockIdx.x, bh = blockIdx.y, d = blockIdx.z * kCols + threadIdx.x;
-  if (d >= s.D) return;
+__global__ void __launch_bounds__(kSlots) mobius_aggregates(Shape s, const E* __restrict__ k,
+                                                            const float* __restrict__ lv,
+                                                            const float* __restrict__ a_bar,
+                                                            const float* __restrict__ p_bar,
+                                                            Mobius* __restrict__ agg) {
+  const int c = blockIdx.x, bh = blockIdx.y, slot = blockIdx.z * kSlots + threadIdx.x;
+  if (slot >= s.N * s.D) return;
+  const int n = slot / s.D, d = slot % s.D;
   const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
-  for (int n = 0; n < s.N; ++n) {
-    const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
-    const float a = a_bar[hs], a2 = a * a, p = p_bar[hs];
-    Mobius local{};
-    for (int t = t0; t < t1; ++t) {
-      const std::int64_t r = s.row(b, t, h);
-      const Mobius m = kla::step_matrix(Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d], a2, p);
-      local = t == t0 ? m : kla::compose(local, m);
-    }
-    agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
+  const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
+  const float a = a_bar[hs], a2 = a * a, p = p_bar[hs];
+  Mobius local{};
+  for (int t = t0; t < t1; ++t) {
+    const std::int64_t r = s.row(b, t, h);
+    const Mobius m = kla::step_matrix(Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d], a2, p);
+    local = t == t0 ? m : kla::compose(local, m);
   }
+  agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
 }
 
 // Aggregates → exclusive carries, in place: x[c] ← x[0] ⊕ … ⊕ x[c−1] (x[0] ← identity,
@@ -146,24 +146,23 @@ __device__ inline Affine walk_chunk(const Shape& s, const E* __restrict__ k, con
 }
 
 template <class E>
-__global__ void __launch_bounds__(kCols) affine_aggregates(Shape s, const E* __restrict__ k,
-                                                           const E* __restrict__ v, const float* __restrict__ lv,
-                                                           const float* __restrict__ a_bar,
-                                                           const float* __restrict__ p_bar,
-                                                           const float* __restrict__ lambda_init,
-                                                           const float* __restrict__ eta_init, float lambda0,
-                                                           const Mobius* __restrict__ carry_m,
-                                                           Affine* __restrict__ agg) {
-  const int c = blockIdx.x, bh = blockIdx.y, d = blockIdx.z * kCols + threadIdx.x;
-  if (d >= s.D) return;
+__global__ void __launch_bounds__(kSlots) affine_aggregates(Shape s, const E* __restrict__ k,
+                                                            const E* __restrict__ v, const float* __restrict__ lv,
+                                                            const float* __restrict__ a_bar,
+                                                            const float* __restrict__ p_bar,
+                                                            const float* __restrict__ lambda_init,
+                                                            const float* __restrict__ eta_init, float lambda0,
+                                                            const Mobius* __restrict__ carry_m,
+                                                            Affine* __restrict__ agg) {
+  const int c = blockIdx.x, bh = blockIdx.y, slot = blockIdx.z * kSlots + threadIdx.x;
+  if (slot >= s.N * s.D) return;
+  const int n = slot / s.D, d = slot % s.D;
   const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
-  for (int n = 0; n < s.N; ++n) {
-    const Slot x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
-    const Mobius cm = carry_m[s.ws(bh, c, n, d)];
-    const Affine local = walk_chunk<false, E>(s, k, v, lv, x, c > 0 ? &cm : nullptr, nullptr, b, h, n, d, t0, t1,
-                                              [](int, float, float) {});
-    agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
-  }
+  const Slot x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
+  const Mobius cm = carry_m[s.ws(bh, c, n, d)];
+  const Affine local = walk_chunk<false, E>(s, k, v, lv, x, c > 0 ? &cm : nullptr, nullptr, b, h, n, d, t0, t1,
+                                            [](int, float, float) {});
+  agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
 }
 
 template <class E>
@@ -276,13 +275,14 @@ void chunk_forward(const KlaArgs& a) {
   const auto* k = static_cast<const E*>(a.k);
   const auto* v = static_cast<const E*>(a.v);
   const dim3 chunk_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.D, kCols));
+  const dim3 slot_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
   const dim3 carry_grid(static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
   try {
-    mobius_aggregates<E><<<chunk_grid, kCols, 0, stream>>>(s, k, a.lambda_v, a.a_bar, a.p_bar, wm);
+    mobius_aggregates<E><<<slot_grid, kSlots, 0, stream>>>(s, k, a.lambda_v, a.a_bar, a.p_bar, wm);
     TTR_CUDA_CHECK_LAUNCH("kla mobius_aggregates");
     carries<E, Mobius><<<carry_grid, kSlots, 0, stream>>>(s, wm);
     TTR_CUDA_CHECK_LAUNCH("kla carries<Mobius>");
-    affine_aggregates<E><<<chunk_grid, kCols, 0, stream>>>(s, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init,
+    affine_aggregates<E><<<slot_grid, kSlots, 0, stream>>>(s, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init,
                                                           a.eta_init, a.lambda0, wm, wa);
     TTR_CUDA_CHECK_LAUNCH("kla affine_aggregates");
     carries<E, Affine><<<carry_grid, kSlots, 0, stream>>>(s, wa);
