@@ -11,15 +11,14 @@
 //      (Cor. 1.1), f_t = ā/(ā² + p̄Λ_{t−1}) (eq. (19)), the chunk's prefix of the
 //      affine maps (f_t, k_n λv_d v_d) (registers); the aggregate is stored.
 //   4. carries<Affine>    as 2, for the mean track.
-//   5. outputs            (chunks × B·H × D-tiles): both tracks recomputed from
-//      the carries, η_t = A_{1:t} η_0 + b_{1:t} (Cor. 2.1), μ = η/Λ,
-//      o_{t,d} = scale Σ_n q_n μ, o_var_{t,d} = scale² Σ_n q_n²/Λ (n ascending,
-//      in the thread that owns d: no cross-thread reduction), lambda_T, eta_T.
+//   5. outputs            (chunks × B·H × column tiles): both tracks recomputed
+//      from the carries, η_t = A_{1:t} η_0 + b_{1:t} (Cor. 2.1), μ = η/Λ,
+//      o_{t,d} = scale Σ_n q_n μ, o_var_{t,d} = scale² Σ_n q_n²/Λ (n ascending),
+//      lambda_T, eta_T.
 //
-// Stages 1–4: a thread per slot (n, d). Stage 5: a thread owns one value column
-// d and walks the slots (n, d), n ascending, and the tokens of its chunk, so the
-// sums over n need no cross-thread reduction. Λ and η never leave registers
-// inside a chunk; nothing crosses threads except through the carries in memory.
+// A thread per slot (n, d) in every stage: Λ and η never leave registers inside
+// a chunk; the carries cross chunks through global memory, and the outputs' sums
+// over n go through shared memory, n ascending (stage 5).
 // Recomputing the local scans (stages 3 and 5) is cheaper than storing Λ_t for
 // every token and slot (T·N·D floats per head).
 //
@@ -31,6 +30,7 @@
 // bracketing, the same narrowing points).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -46,7 +46,6 @@ using kla::Affine;
 using kla::Mobius;
 
 constexpr int kChunk = 64;  // tokens per chunk
-constexpr int kCols = 64;   // value columns d per block (stage 5)
 constexpr int kSlots = 256; // slots per block (stages 1–4)
 
 struct Shape {
@@ -116,34 +115,36 @@ __global__ void __launch_bounds__(kSlots) carries(Shape s, X* __restrict__ x) {
 }
 
 // Stages 3 and 5 share the walk over one chunk of one slot: Λ_t from the carried
-// Möbius prefix, the affine prefix of the mean track inside the chunk, and (for
-// the outputs) η_t from the carried affine prefix. `visit(t, lam_t, eta_t)`.
-template <bool WithMean, class E, class Visit>
-__device__ inline Affine walk_chunk(const Shape& s, const E* __restrict__ k, const E* __restrict__ v,
-                                    const float* __restrict__ lv, const Slot& x, const Mobius* carry_m,
-                                    const Affine* carry_a, int b, int h, int n, int d, int t0, int t1,
-                                    Visit&& visit) {
-  const float lam_prev0 = carry_m ? kla::apply(*carry_m, x.lam0) : x.lam0;  // Λ_{t0−1}
-  float lam_prev = lam_prev0;
-  Mobius local{};
-  Affine mean{};
-  for (int t = t0; t < t1; ++t) {
-    const std::int64_t r = s.row(b, t, h);
-    const float kn = Elem<E>::to_float(k[r * s.N + n]), lvd = lv[r * s.D + d];
-    const Mobius m = kla::step_matrix(kn, lvd, x.a2, x.p);
-    local = t == t0 ? m : kla::compose(local, m);
-    const float lam = kla::apply(carry_m ? kla::compose(*carry_m, local) : local, x.lam0);  // P_t(Λ_0)
-    // eq. (19): f_t = ā/(ā² + p̄Λ_{t−1}), b_t = k_n (λv_d v_d)
-    const Affine step{x.a / (x.a2 + x.p * lam_prev), kn * (lvd * Elem<E>::to_float(v[r * s.D + d]))};
-    mean = t == t0 ? step : kla::compose(mean, step);
-    if constexpr (WithMean) {
-      const Affine full = carry_a ? kla::compose(*carry_a, mean) : mean;
-      visit(t, lam, full.B + full.A * x.eta0);
-    }
-    lam_prev = lam;
+// Möbius prefix (Cor. 1.1), the affine prefix of the mean track inside the chunk
+// and, with a carried affine prefix, η_t = A_{1:t} η_0 + b_{1:t} (Cor. 2.1).
+template <class E>
+struct SlotWalk {
+  Slot x;
+  Mobius carry_m;         // the carry-ins (unused in chunk 0, where they are the identity)
+  Affine carry_a;
+  bool carried_m, carried_a;
+  float lam_prev;         // Λ_{t−1}
+  Mobius local{};         // M_t ⋯ M_{t0}
+  Affine mean{};          // the chunk's affine prefix
+
+  __device__ SlotWalk(const Slot& s, const Mobius* cm, const Affine* ca)
+      : x(s), carry_m(cm ? *cm : Mobius{}), carry_a(ca ? *ca : Affine{}), carried_m(cm), carried_a(ca) {
+    lam_prev = carried_m ? kla::apply(carry_m, x.lam0) : x.lam0;
   }
-  return mean;
-}
+  // Token t (first: t is the chunk's first token); returns Λ_t, sets eta (with carry_a).
+  __device__ float step(bool first, float kn, float lvd, float vd, float& eta) {
+    const Mobius m = kla::step_matrix(kn, lvd, x.a2, x.p);
+    local = first ? m : kla::compose(local, m);
+    const float lam = kla::apply(carried_m ? kla::compose(carry_m, local) : local, x.lam0);  // P_t(Λ_0)
+    // eq. (19): f_t = ā/(ā² + p̄Λ_{t−1}), b_t = k_n (λv_d v_d)
+    const Affine st{x.a / (x.a2 + x.p * lam_prev), kn * (lvd * vd)};
+    mean = first ? st : kla::compose(mean, st);
+    const Affine full = carried_a ? kla::compose(carry_a, mean) : mean;
+    eta = full.B + full.A * x.eta0;
+    lam_prev = lam;
+    return lam;
+  }
+};
 
 template <class E>
 __global__ void __launch_bounds__(kSlots) affine_aggregates(Shape s, const E* __restrict__ k,
@@ -158,52 +159,82 @@ __global__ void __launch_bounds__(kSlots) affine_aggregates(Shape s, const E* __
   if (slot >= s.N * s.D) return;
   const int n = slot / s.D, d = slot % s.D;
   const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
-  const Slot x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
   const Mobius cm = carry_m[s.ws(bh, c, n, d)];
-  const Affine local = walk_chunk<false, E>(s, k, v, lv, x, c > 0 ? &cm : nullptr, nullptr, b, h, n, d, t0, t1,
-                                            [](int, float, float) {});
+  SlotWalk<E> w(load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d), c > 0 ? &cm : nullptr, nullptr);
+  for (int t = t0; t < t1; ++t) {
+    const std::int64_t r = s.row(b, t, h);
+    float eta;
+    (void)w.step(t == t0, Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d], Elem<E>::to_float(v[r * s.D + d]), eta);
+  }
+  const Affine local = w.mean;
   agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
 }
 
+// Stage 5: a thread per slot (n, d) of a block of N × cols slots (cols = the
+// value columns of the block); every kSub tokens the slots' terms q_n μ and
+// q_n²/Λ go to shared memory and one thread per (token, column, output) sums them
+// over n ascending (the sequential form's order).
+constexpr int kSub = 8;
+constexpr int kOutThreads = 256;
+
 template <class E>
-__global__ void __launch_bounds__(kCols) outputs(Shape s, const E* __restrict__ q, const E* __restrict__ k,
-                                                 const E* __restrict__ v, const float* __restrict__ lv,
-                                                 const float* __restrict__ a_bar, const float* __restrict__ p_bar,
-                                                 const float* __restrict__ lambda_init,
-                                                 const float* __restrict__ eta_init, float lambda0, float scale,
-                                                 const Mobius* __restrict__ carry_m,
-                                                 const Affine* __restrict__ carry_a, E* __restrict__ o,
-                                                 E* __restrict__ o_var, float* __restrict__ lambda_T,
-                                                 float* __restrict__ eta_T) {
-  // Running sums over n of this block's columns, one per token of the chunk;
-  // column threadIdx.x is touched by its own thread only.
-  __shared__ float acc_o[kChunk][kCols], acc_v[kChunk][kCols];
-  const int c = blockIdx.x, bh = blockIdx.y, d = blockIdx.z * kCols + threadIdx.x;
-  if (d >= s.D) return;
-  const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
-  for (int i = 0; i < t1 - t0; ++i) acc_o[i][threadIdx.x] = 0.0f, acc_v[i][threadIdx.x] = 0.0f;
-  for (int n = 0; n < s.N; ++n) {
-    const Slot x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
+__global__ void __launch_bounds__(kOutThreads) outputs(Shape s, int cols, const E* __restrict__ q,
+                                                       const E* __restrict__ k, const E* __restrict__ v,
+                                                       const float* __restrict__ lv, const float* __restrict__ a_bar,
+                                                       const float* __restrict__ p_bar,
+                                                       const float* __restrict__ lambda_init,
+                                                       const float* __restrict__ eta_init, float lambda0, float scale,
+                                                       const Mobius* __restrict__ carry_m,
+                                                       const Affine* __restrict__ carry_a, E* __restrict__ o,
+                                                       E* __restrict__ o_var, float* __restrict__ lambda_T,
+                                                       float* __restrict__ eta_T) {
+  // terms[i][t][n][j]: i = 0 q_n μ, i = 1 q_n²/Λ; column j of the block.
+  extern __shared__ float terms[];
+  const int slots = s.N * cols;
+  const int c = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
+  const int t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
+  const int n = threadIdx.x / cols, j = threadIdx.x % cols, d = blockIdx.z * cols + j;
+  const bool mine = threadIdx.x < slots && d < s.D;  // the others only share the barriers
+  Mobius cm{};
+  Affine ca{};
+  Slot x{};
+  if (mine) {
     const std::int64_t w = s.ws(bh, c, n, d);
-    const Mobius cm = carry_m[w];
-    const Affine ca = carry_a[w];
-    const bool carried = c > 0;
-    walk_chunk<true, E>(s, k, v, lv, x, carried ? &cm : nullptr, carried ? &ca : nullptr, b, h, n, d, t0, t1,
-                        [&](int t, float lam, float eta) {
-                          const float qn = Elem<E>::to_float(q[s.row(b, t, h) * s.N + n]);
-                          acc_o[t - t0][threadIdx.x] += qn * (eta / lam);  // q_n μ, μ = η/Λ
-                          acc_v[t - t0][threadIdx.x] += qn * qn / lam;
-                          if (t == s.T - 1) {
-                            const std::int64_t f = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
-                            lambda_T[f] = lam;
-                            eta_T[f] = eta;
-                          }
-                        });
+    cm = carry_m[w], ca = carry_a[w];
+    x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
   }
-  for (int t = t0; t < t1; ++t) {
-    const std::int64_t r = s.row(b, t, h) * s.D + d;
-    o[r] = Elem<E>::from_float(acc_o[t - t0][threadIdx.x] * scale);
-    o_var[r] = Elem<E>::from_float(acc_v[t - t0][threadIdx.x] * (scale * scale));
+  SlotWalk<E> walk(x, c > 0 ? &cm : nullptr, c > 0 ? &ca : nullptr);
+  const auto term = [&](int i, int t, int nn, int jj) -> float& {
+    return terms[((i * kSub + t) * s.N + nn) * cols + jj];
+  };
+  for (int u0 = t0; u0 < t1; u0 += kSub) {
+    const int u1 = min(t1, u0 + kSub);
+    if (mine)
+      for (int t = u0; t < u1; ++t) {
+        const std::int64_t r = s.row(b, t, h);
+        float eta;
+        const float lam = walk.step(t == t0, Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d],
+                                    Elem<E>::to_float(v[r * s.D + d]), eta);
+        const float qn = Elem<E>::to_float(q[r * s.N + n]);
+        term(0, t - u0, n, j) = qn * (eta / lam);  // q_n μ, μ = η/Λ
+        term(1, t - u0, n, j) = qn * qn / lam;
+        if (t == s.T - 1) {
+          const std::int64_t f = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
+          lambda_T[f] = lam;
+          eta_T[f] = eta;
+        }
+      }
+    __syncthreads();
+    for (int task = threadIdx.x; task < 2 * kSub * cols; task += blockDim.x) {
+      const int i = task / (kSub * cols), t = (task / cols) % kSub, jj = task % cols, dd = blockIdx.z * cols + jj;
+      if (u0 + t >= u1 || dd >= s.D) continue;
+      float acc = 0.0f;
+      for (int nn = 0; nn < s.N; ++nn) acc += term(i, t, nn, jj);
+      const std::int64_t r = s.row(b, u0 + t, h) * s.D + dd;
+      if (i == 0) o[r] = Elem<E>::from_float(acc * scale);
+      else o_var[r] = Elem<E>::from_float(acc * (scale * scale));
+    }
+    __syncthreads();
   }
 }
 
@@ -274,7 +305,10 @@ void chunk_forward(const KlaArgs& a) {
   const auto* q = static_cast<const E*>(a.q);
   const auto* k = static_cast<const E*>(a.k);
   const auto* v = static_cast<const E*>(a.v);
-  const dim3 chunk_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.D, kCols));
+  // Stage 5: N × cols slots per block, cols = the value columns that fit 256 threads.
+  const int cols = std::max(1, std::min(a.D, kOutThreads / a.N));
+  const dim3 out_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.D, cols));
+  const std::size_t out_shmem = 2u * kSub * a.N * cols * sizeof(float);
   const dim3 slot_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
   const dim3 carry_grid(static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
   try {
@@ -287,9 +321,9 @@ void chunk_forward(const KlaArgs& a) {
     TTR_CUDA_CHECK_LAUNCH("kla affine_aggregates");
     carries<E, Affine><<<carry_grid, kSlots, 0, stream>>>(s, wa);
     TTR_CUDA_CHECK_LAUNCH("kla carries<Affine>");
-    outputs<E><<<chunk_grid, kCols, 0, stream>>>(s, q, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init,
-                                                a.eta_init, a.lambda0, a.scale, wm, wa, static_cast<E*>(a.o),
-                                                static_cast<E*>(a.o_var), a.lambda_T, a.eta_T);
+    outputs<E><<<out_grid, kOutThreads, out_shmem, stream>>>(
+        s, cols, q, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init, a.eta_init, a.lambda0, a.scale, wm, wa,
+        static_cast<E*>(a.o), static_cast<E*>(a.o_var), a.lambda_T, a.eta_T);
     TTR_CUDA_CHECK_LAUNCH("kla outputs");
   } catch (...) {
     (void)cudaFreeAsync(ws, stream);
