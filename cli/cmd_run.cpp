@@ -1,6 +1,7 @@
 // `ttrcheck run`: a reference form in a chosen arithmetic on the CPU, the way a
 // kernel under test runs (bf16/fp16/fp32 outputs are stored in that dtype).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -63,8 +64,8 @@ Command add_run(CLI::App& app) {
       if (arith.tier != Tier::bf16 && arith.tier != Tier::fp32)
         throw InputError(fmt::format("--device cuda runs --arith bf16 or fp32, not {}", o->arith));
       if (!cuda::has_layer(in.layer->spec.name))
-        throw InputError(fmt::format("--layer {}: no CUDA kernel (these have one: delta_rule, gated_delta_rule, kda, "
-                                     "kaczmarz_delta_rule, precond_gated_delta_rule)", in.layer->spec.name));
+        throw InputError(fmt::format("--layer {}: no CUDA kernel (these have one: {})", in.layer->spec.name,
+                                     fmt::join(cuda::layers(), ", ")));
       if (o->chunk_size != 64) throw InputError("--device cuda: the CUDA chunk kernels use --chunk-size 64");
       const cuda::Status st = cuda::status();
       if (!st.usable()) throw InputError(fmt::format("--device cuda: {}", st.reason()));

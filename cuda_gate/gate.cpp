@@ -15,9 +15,13 @@ namespace ttr::cuda {
 
 std::vector<GateCheck> check_unit(const LayerEntry& layer, const VectorCase& c, std::uint64_t seed,
                                   const UnitOptions& opt) {
+  return check_inputs(layer, generate_inputs(layer.spec, c, seed), Config::make(layer.spec, c.config), c.name, seed,
+                      opt);
+}
+
+std::vector<GateCheck> check_inputs(const LayerEntry& layer, const TensorMap<double>& in, const Config& cfg,
+                                    const std::string& case_name, std::uint64_t seed, const UnitOptions& opt) {
   const LayerSpec& spec = layer.spec;
-  const TensorMap<double> in = generate_inputs(spec, c, seed);
-  const Config cfg = Config::make(spec, c.config);
   const TensorMap<double> oracle = run_layer(layer, Form::sequential, {Tier::mpfr, 128}, in, cfg).values;
   std::vector<GateCheck> out;
   for (Tier dtype : opt.dtypes) {
@@ -48,7 +52,7 @@ std::vector<GateCheck> check_unit(const LayerEntry& layer, const VectorCase& c, 
     for (Kernel k : opt.kernels) {
       TensorMap<double> cand = run(spec.name, k, dtype, in, cfg);
       GateCheck g;
-      g.id = fmt::format("{}/{}/{}/{}/{}", spec.name, kernel_name(k), tier_name(dtype), c.name, seed);
+      g.id = fmt::format("{}/{}/{}/{}/{}", spec.name, kernel_name(k), tier_name(dtype), case_name, seed);
       g.result = compare(spec, oracle, k == Kernel::chunk ? chunk_model : rec_model, cand);
       out.push_back(std::move(g));
       (k == Kernel::chunk ? chunk_out : rec_out) = std::move(cand);
@@ -61,7 +65,7 @@ std::vector<GateCheck> check_unit(const LayerEntry& layer, const VectorCase& c, 
         if (const auto r = rec_model.rms.find(name); r != rec_model.rms.end())
           for (std::size_t i = 0; i < t.data.size(); ++i) t.data[i] = std::hypot(t.data[i], r->second.data[i]);
       GateCheck g;
-      g.id = fmt::format("{}/cuda-chunk-vs-recurrent/{}/{}/{}", spec.name, tier_name(dtype), c.name, seed);
+      g.id = fmt::format("{}/cuda-chunk-vs-recurrent/{}/{}/{}", spec.name, tier_name(dtype), case_name, seed);
       g.result = compare(spec, rec_out, both, chunk_out);
       out.push_back(std::move(g));
     }

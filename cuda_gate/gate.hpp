@@ -39,6 +39,9 @@ struct UnitOptions {
 // "layer/<kernel>/<dtype>/<case>/<seed>".
 std::vector<GateCheck> check_unit(const LayerEntry& layer, const VectorCase& c, std::uint64_t seed,
                                   const UnitOptions& opt);
+// The same on given inputs (e.g. one head of a case's inputs); ids name `case_name`.
+std::vector<GateCheck> check_inputs(const LayerEntry& layer, const TensorMap<double>& in, const Config& cfg,
+                                    const std::string& case_name, std::uint64_t seed, const UnitOptions& opt);
 
 struct GateReport {
   Status status;

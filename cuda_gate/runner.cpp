@@ -22,9 +22,10 @@ const char* kernel_name(Kernel k) { return k == Kernel::chunk ? "cuda-chunk" : "
 
 const std::vector<std::string>& layers() {
   static const std::vector<std::string> l = {"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule",
-                                             "precond_gated_delta_rule"};
+                                             "precond_gated_delta_rule", "kla_kalman"};
   return l;
 }
+bool is_delta_family(const std::string& layer) { return has_layer(layer) && layer != "kla_kalman"; }
 bool has_layer(const std::string& layer) {
   return std::find(layers().begin(), layers().end(), layer) != layers().end();
 }
@@ -110,6 +111,76 @@ gpu::DeviceBuffer upload_state(const std::vector<float>& s, std::int64_t BH, int
   return buf;
 }
 
+// A [rows, F] tensor downloaded as double from the dtype (bf16) or fp32.
+Tensor<double> download(const gpu::DeviceBuffer& buf, Shape shape, bool bf16) {
+  Tensor<double> t(std::move(shape), 0.0);
+  if (bf16) {
+    std::vector<std::uint16_t> h(t.data.size());
+    buf.download(h.data(), h.size() * 2);
+    for (std::size_t i = 0; i < h.size(); ++i) t.data[i] = bf16_value(h[i]);
+  } else {
+    std::vector<float> h(t.data.size());
+    buf.download(h.data(), h.size() * 4);
+    for (std::size_t i = 0; i < h.size(); ++i) t.data[i] = h[i];
+  }
+  return t;
+}
+
+// kla_kalman: q, k, v in the dtype (rounded through fp32, as run_in_tier then
+// policy_operand do for the CPU forms); λv, ā, p̄ and the states fp32 (the
+// policy's acc quantities, reference/kla_kalman/scan.hpp). Any N ≤ 128 and D:
+// no padding.
+TensorMap<double> run_kla(Kernel kernel, bool bf16, const TensorMap<double>& in, const Config& cfg,
+                          const RunOptions& opt) {
+  const Tensor<double>& q = in.at("q");
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), N = q.dim(3), D = in.at("v").dim(3);
+  if (N > 128) throw InputError(fmt::format("the CUDA kla_kalman kernels take N ≤ 128 (got N = {})", N));
+  const std::int64_t rows = B * T * H;
+  auto act = [&](const char* name, std::int64_t F) { return upload(to_float(in.at(name)), rows, F, static_cast<int>(F), bf16); };
+  auto fp32 = [&](const Tensor<double>& t) {
+    const std::vector<float> f = to_float(t);
+    gpu::DeviceBuffer b(f.size() * 4);
+    b.upload(f.data(), f.size() * 4);
+    return b;
+  };
+  gpu::DeviceBuffer dq = act("q", N), dk = act("k", N), dv = act("v", D);
+  gpu::DeviceBuffer dlv = fp32(in.at("lambda_v")), da = fp32(in.at("a_bar")), dp = fp32(in.at("p_bar"));
+  gpu::DeviceBuffer dl0, de0;
+  gpu::KlaArgs a;
+  a.B = static_cast<int>(B), a.T = static_cast<int>(T), a.H = static_cast<int>(H), a.N = static_cast<int>(N),
+  a.D = static_cast<int>(D);
+  a.dtype = bf16 ? gpu::DType::bf16 : gpu::DType::fp32;
+  if (const auto l0 = in.find("lambda_init"); l0 != in.end()) {
+    dl0 = fp32(l0->second);
+    a.lambda_init = static_cast<const float*>(dl0.get());
+  }
+  if (const auto e0 = in.find("eta_init"); e0 != in.end()) {
+    de0 = fp32(e0->second);
+    a.eta_init = static_cast<const float*>(de0.get());
+  }
+  a.lambda0 = static_cast<float>(cfg.number("lambda0"));
+  a.scale = static_cast<float>(cfg.number("scale"));
+  const std::size_t esize = bf16 ? 2 : 4, states = static_cast<std::size_t>(B * H * N * D);
+  gpu::DeviceBuffer dout(static_cast<std::size_t>(rows * D) * esize), dvar(static_cast<std::size_t>(rows * D) * esize);
+  gpu::DeviceBuffer dlT(states * 4), deT(states * 4);
+  a.q = dq.get(), a.k = dk.get(), a.v = dv.get();
+  a.lambda_v = static_cast<const float*>(dlv.get()), a.a_bar = static_cast<const float*>(da.get()),
+  a.p_bar = static_cast<const float*>(dp.get());
+  a.o = dout.get(), a.o_var = dvar.get();
+  a.lambda_T = static_cast<float*>(dlT.get()), a.eta_T = static_cast<float*>(deT.get());
+  if (opt.poison)
+    for (gpu::DeviceBuffer* b : {&dout, &dvar, &dlT, &deT}) b->fill_bytes(0xFF);  // NaN in bf16 and fp32
+  if (kernel == Kernel::chunk) gpu::kla_kalman_chunk_forward(a);
+  else gpu::kla_kalman_recurrent_forward(a);
+  gpu::synchronize();
+  TensorMap<double> out;
+  out["o"] = download(dout, {B, T, H, D}, bf16);
+  out["o_var"] = download(dvar, {B, T, H, D}, bf16);
+  out["lambda_T"] = download(dlT, {B, H, N, D}, false);
+  out["eta_T"] = download(deT, {B, H, N, D}, false);
+  return out;
+}
+
 }  // namespace
 
 TensorMap<double> run(const std::string& layer, Kernel kernel, Tier dtype, const TensorMap<double>& in,
@@ -118,6 +189,7 @@ TensorMap<double> run(const std::string& layer, Kernel kernel, Tier dtype, const
   if (dtype != Tier::bf16 && dtype != Tier::fp32)
     throw InputError(fmt::format("the CUDA kernels run in bf16 or fp32, not {}", tier_name(dtype)));
   const bool bf16 = dtype == Tier::bf16;
+  if (layer == "kla_kalman") return run_kla(kernel, bf16, in, cfg, opt);
   const Tensor<double>& q = in.at("q");
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
   const int Kp = pad16(K), Vp = pad16(V);

@@ -26,9 +26,10 @@ struct Status {
 Status status();
 
 // Layers with CUDA kernels: delta_rule, gated_delta_rule, kda, kaczmarz_delta_rule,
-// precond_gated_delta_rule.
+// precond_gated_delta_rule (the delta family, gpu/family/), kla_kalman (gpu/kla_kalman/).
 const std::vector<std::string>& layers();
 bool has_layer(const std::string& layer);
+bool is_delta_family(const std::string& layer);
 
 struct RunOptions {
   bool poison = true;  // fill outputs with NaN bytes before the launch (unwritten elements show)

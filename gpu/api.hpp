@@ -69,6 +69,40 @@ void kda_chunk(DeltaArgs a);                         // Decay::per_key
 void kaczmarz_delta_rule_chunk(DeltaArgs a, float eps);  // scalar decay, β/(‖k‖²+eps)
 void precond_gated_delta_rule_chunk(DeltaArgs a, const void* k_tilde);  // write key k̃
 
+// Kalman linear attention (KLA-K §4; LAYERS.md `kla_kalman`), per slot (n, d):
+//   φ = k_n² λv_d;  Λ_t = Λ_{t−1}/(ā² + p̄Λ_{t−1}) + φ;  η_t = ā/(ā² + p̄Λ_{t−1}) η_{t−1} + k_n λv_d v_d;
+//   o_{t,d} = scale Σ_n q_n η/Λ;  o_var_{t,d} = scale² Σ_n q_n²/Λ;  lambda_T, eta_T the final states.
+// Layout: q, k [B,T,H,N]; v, o, o_var [B,T,H,D] in `dtype`; lambda_v [B,T,H,D],
+// a_bar, p_bar [H,N,D], lambda_init, eta_init, lambda_T, eta_T [B,H,N,D] fp32.
+struct KlaArgs {
+  int B = 0, T = 0, H = 0, N = 0, D = 0;
+  DType dtype = DType::bf16;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* lambda_v = nullptr;
+  const float* a_bar = nullptr;
+  const float* p_bar = nullptr;
+  const float* lambda_init = nullptr;  // optional; nullptr: lambda0 everywhere
+  const float* eta_init = nullptr;     // optional; nullptr: 0
+  float lambda0 = 1.0f;
+  float scale = 1.0f;
+  void* o = nullptr;
+  void* o_var = nullptr;
+  float* lambda_T = nullptr;
+  float* eta_T = nullptr;
+  void* stream = nullptr;
+};
+// Shapes the kernels accept: B, T, H, D ≥ 1, 1 ≤ N ≤ 128; every pointer but the
+// initial states required. Throws std::invalid_argument naming the field.
+void validate(const KlaArgs& a);
+// Chunked two-level scans (chunks of 64): Möbius precision scan, then affine
+// information-mean scan (gpu/kla_kalman/scan.cu). Five launches; workspace
+// allocated on the stream and freed before returning.
+void kla_kalman_chunk_forward(const KlaArgs& a);
+// The recurrent form, one token at a time (the GPU's own sequential reference).
+void kla_kalman_recurrent_forward(const KlaArgs& a);
+
 // Device queries (no exception when there is no device: returns 0 / empty).
 int device_count();
 std::string device_name(int device = 0);

@@ -58,17 +58,29 @@ void expect_pass(const std::vector<GateCheck>& checks) {
   }
 }
 
-// Every layer with CUDA kernels on the cases of a vector suite, in parallel
-// over layers (the MPFR oracle dominates the time).
+// The delta family's layers among those with CUDA kernels (kla_kalman has its
+// own test, kla_kalman_gpu_test.cpp).
+const std::vector<std::string>& delta_layers() {
+  static const std::vector<std::string> l = [] {
+    std::vector<std::string> r;
+    for (const std::string& name : cuda::layers())
+      if (cuda::is_delta_family(name)) r.push_back(name);
+    return r;
+  }();
+  return l;
+}
+
+// Every delta-family layer with CUDA kernels on the cases of a vector suite, in
+// parallel over layers (the MPFR oracle dominates the time).
 void run_suite(const std::string& suite, std::uint64_t seed) {
-  std::vector<std::vector<GateCheck>> results(cuda::layers().size());
+  std::vector<std::vector<GateCheck>> results(delta_layers().size());
   std::vector<std::thread> pool;
   std::mutex em;
   std::string error;
-  for (std::size_t i = 0; i < cuda::layers().size(); ++i)
+  for (std::size_t i = 0; i < delta_layers().size(); ++i)
     pool.emplace_back([&, i] {
       try {
-        const LayerEntry& e = find_layer(cuda::layers()[i]);
+        const LayerEntry& e = find_layer(delta_layers()[i]);
         cuda::UnitOptions uo;
         uo.cross = true;
         for (const VectorCase& c : suite_cases(e.spec, suite)) {
@@ -113,7 +125,7 @@ TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
       {"t130_k128", "", dims(1, 130, 1, 128, 128), states, {}},
       {"t200_k96_v16", "", dims(2, 200, 1, 96, 16), {}, {}},
   };
-  for (const std::string& name : cuda::layers()) {
+  for (const std::string& name : delta_layers()) {
     const LayerEntry& e = find_layer(name);
     for (const VectorCase& c : cases) {
       cuda::UnitOptions uo;

@@ -1,0 +1,126 @@
+// Times kla_kalman's chunk forward (gpu/kla_kalman/scan.cu) against its recurrent
+// kernel on the same inputs: median of CUDA-event timings, and the relative RMS
+// difference of their outputs. Usage: kla_bench [B T H N D reps] (default the
+// issue's shape B=4 T=4096 H=8 N=16 D=64, 20 repetitions).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "gpu/api.hpp"
+
+namespace {
+
+#define CHECK(x)                                                               \
+  do {                                                                         \
+    cudaError_t e_ = (x);                                                      \
+    if (e_ != cudaSuccess) {                                                   \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));            \
+      std::exit(1);                                                            \
+    }                                                                          \
+  } while (0)
+
+template <class F>
+double median_ms(F&& f, int reps) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  f();  // warm-up
+  CHECK(cudaDeviceSynchronize());
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    CHECK(cudaEventRecord(a));
+    f();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int B = argc > 5 ? std::atoi(argv[1]) : 4, T = argc > 5 ? std::atoi(argv[2]) : 4096,
+            H = argc > 5 ? std::atoi(argv[3]) : 8, N = argc > 5 ? std::atoi(argv[4]) : 16,
+            D = argc > 5 ? std::atoi(argv[5]) : 64, reps = argc > 6 ? std::atoi(argv[6]) : 20;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<float> uni;
+  const std::size_t nq = static_cast<std::size_t>(B) * T * H * N, nv = static_cast<std::size_t>(B) * T * H * D,
+                    np = static_cast<std::size_t>(H) * N * D, ns = static_cast<std::size_t>(B) * H * N * D;
+  std::vector<float> q(nq), k(nq), v(nv), lv(nv), a(np), p(np);
+  for (auto& x : q) x = normal(rng) / std::sqrt(static_cast<float>(N));
+  for (auto& x : k) x = normal(rng) / std::sqrt(static_cast<float>(N));
+  for (auto& x : v) x = normal(rng);
+  for (auto& x : lv) x = 0.5f + 1.5f * uni(rng);
+  for (auto& x : a) x = 0.9f + 0.1f * uni(rng);
+  for (auto& x : p) x = 0.001f + 0.099f * uni(rng);
+  auto dev = [](const void* h, std::size_t bytes) {
+    void* d = nullptr;
+    CHECK(cudaMalloc(&d, bytes));
+    CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto to_bf16 = [](const std::vector<float>& x) {
+    std::vector<__nv_bfloat16> y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = __float2bfloat16_rn(x[i]);
+    return y;
+  };
+  const float* dlv = static_cast<const float*>(dev(lv.data(), nv * 4));
+  const float* da = static_cast<const float*>(dev(a.data(), np * 4));
+  const float* dp = static_cast<const float*>(dev(p.data(), np * 4));
+  float *lT, *eT;
+  CHECK(cudaMalloc(&lT, ns * 4));
+  CHECK(cudaMalloc(&eT, ns * 4));
+  std::printf("kla_kalman forward B=%d T=%d H=%d N=%d D=%d, median of %d (ms)\n", B, T, H, N, D, reps);
+  for (int bf = 1; bf >= 0; --bf) {
+    const std::size_t es = bf ? 2 : 4;
+    ttr::gpu::KlaArgs args;
+    args.B = B, args.T = T, args.H = H, args.N = N, args.D = D;
+    args.dtype = bf ? ttr::gpu::DType::bf16 : ttr::gpu::DType::fp32;
+    if (bf) {
+      const auto qb = to_bf16(q), kb = to_bf16(k), vb = to_bf16(v);
+      args.q = dev(qb.data(), nq * 2), args.k = dev(kb.data(), nq * 2), args.v = dev(vb.data(), nv * 2);
+    } else {
+      args.q = dev(q.data(), nq * 4), args.k = dev(k.data(), nq * 4), args.v = dev(v.data(), nv * 4);
+    }
+    args.lambda_v = dlv, args.a_bar = da, args.p_bar = dp, args.lambda_T = lT, args.eta_T = eT;
+    void *oc, *vc, *orr, *vr;
+    CHECK(cudaMalloc(&oc, nv * es));
+    CHECK(cudaMalloc(&vc, nv * es));
+    CHECK(cudaMalloc(&orr, nv * es));
+    CHECK(cudaMalloc(&vr, nv * es));
+    args.o = oc, args.o_var = vc;
+    const double tc = median_ms([&] { ttr::gpu::kla_kalman_chunk_forward(args); }, reps);
+    ttr::gpu::KlaArgs rec = args;
+    rec.o = orr, rec.o_var = vr;
+    const double tr = median_ms([&] { ttr::gpu::kla_kalman_recurrent_forward(rec); }, reps);
+    // Agreement of the two kernels' o (relative RMS).
+    std::vector<float> x(nv), y(nv);
+    auto fetch = [&](void* d, std::vector<float>& out) {
+      if (bf) {
+        std::vector<__nv_bfloat16> h(nv);
+        CHECK(cudaMemcpy(h.data(), d, nv * 2, cudaMemcpyDeviceToHost));
+        for (std::size_t i = 0; i < nv; ++i) out[i] = __bfloat162float(h[i]);
+      } else {
+        CHECK(cudaMemcpy(out.data(), d, nv * 4, cudaMemcpyDeviceToHost));
+      }
+    };
+    fetch(oc, x);
+    fetch(orr, y);
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < nv; ++i) num += (x[i] - y[i]) * double(x[i] - y[i]), den += double(y[i]) * y[i];
+    std::printf("%s  chunk %.3f  recurrent %.3f  recurrent/chunk %.2fx  o rel-rms(chunk-rec) %.2e\n",
+                bf ? "bf16" : "fp32", tc, tr, tr / tc, std::sqrt(num / den));
+  }
+  return 0;
+}

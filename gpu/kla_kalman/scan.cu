@@ -1,0 +1,372 @@
+// kla_kalman forward (KLA-K §4.2, Alg. 1): the Möbius precision scan and the
+// affine information-mean scan as chunked two-level scans (chunks of 64 tokens),
+// the plan of reference/kla_kalman/scan.hpp's `chunk` form:
+//
+//   1. mobius_aggregates  (chunks × B·H × slot tiles): per slot, the sequential
+//      prefix of M_t inside the chunk (registers); the chunk aggregate is stored.
+//   2. carries<Mobius>    (B·H × slot tiles): sequential over chunks, the
+//      aggregates turned in place into each chunk's carry-in (the prefix of the
+//      aggregates before it; stored narrowed, as every stored composition).
+//   3. affine_aggregates  (chunks × B·H × slot tiles): Λ_t = (carry ∘ local_t)(Λ_0)
+//      (Cor. 1.1), f_t = ā/(ā² + p̄Λ_{t−1}) (eq. (19)), the chunk's prefix of the
+//      affine maps (f_t, k_n λv_d v_d) (registers); the aggregate is stored.
+//   4. carries<Affine>    as 2, for the mean track.
+//   5. outputs            (chunks × B·H × column tiles): both tracks recomputed
+//      from the carries, η_t = A_{1:t} η_0 + b_{1:t} (Cor. 2.1), μ = η/Λ,
+//      o_{t,d} = scale Σ_n q_n μ, o_var_{t,d} = scale² Σ_n q_n²/Λ (n ascending),
+//      lambda_T, eta_T.
+//
+// A thread per slot (n, d) in every stage: Λ and η never leave registers inside
+// a chunk; the carries cross chunks through global memory, and the outputs' sums
+// over n go through shared memory, n ascending (stage 5).
+// Recomputing the local scans (stages 3 and 5) is cheaper than storing Λ_t for
+// every token and slot (T·N·D floats per head).
+//
+// Arithmetic (docs/arithmetic-policies.md, scan.hpp's policy): q, k, v in the
+// dtype; λv, ā, p̄, the initial and final states, Λ_t, f_t and the affine factors
+// A in fp32; narrowed to the dtype: every stored aggregate and carry (all four
+// Möbius entries, the affine part B), o and o_var. The carry scan runs left to
+// right (the CPU form scans the aggregates by Blelloch's tree: another
+// bracketing, the same narrowing points).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "gpu/api.hpp"
+#include "gpu/core/check.cuh"
+#include "gpu/core/numeric.cuh"
+#include "gpu/kla_kalman/mobius.cuh"
+
+namespace ttr::gpu {
+namespace {
+
+using kla::Affine;
+using kla::Mobius;
+
+constexpr int kChunk = 64;  // tokens per chunk
+constexpr int kSlots = 256; // slots per block (stages 1–4)
+
+struct Shape {
+  int B, T, H, N, D, chunks;
+  __device__ std::int64_t row(int b, int t, int h) const { return (static_cast<std::int64_t>(b) * T + t) * H + h; }
+  // (b·H + h, chunk, n, d) in the workspaces, chunk-major per head.
+  __device__ std::int64_t ws(int bh, int c, int n, int d) const {
+    return ((static_cast<std::int64_t>(bh) * chunks + c) * N + n) * D + d;
+  }
+};
+
+// Per-slot inputs a thread reads once per slot.
+struct Slot {
+  float a, a2, p, lam0, eta0;
+};
+
+__device__ inline Slot load_slot(const Shape& s, const float* a_bar, const float* p_bar, const float* lambda_init,
+                                 const float* eta_init, float lambda0, int bh, int n, int d) {
+  const int h = bh % s.H;
+  const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
+  const std::int64_t bs = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
+  Slot x;
+  x.a = a_bar[hs];
+  x.a2 = x.a * x.a;
+  x.p = p_bar[hs];
+  x.lam0 = lambda_init ? lambda_init[bs] : lambda0;
+  x.eta0 = eta_init ? eta_init[bs] : 0.0f;
+  return x;
+}
+
+template <class E>
+__global__ void __launch_bounds__(kSlots) mobius_aggregates(Shape s, const E* __restrict__ k,
+                                                            const float* __restrict__ lv,
+                                                            const float* __restrict__ a_bar,
+                                                            const float* __restrict__ p_bar,
+                                                            Mobius* __restrict__ agg) {
+  const int c = blockIdx.x, bh = blockIdx.y, slot = blockIdx.z * kSlots + threadIdx.x;
+  if (slot >= s.N * s.D) return;
+  const int n = slot / s.D, d = slot % s.D;
+  const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
+  const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
+  const float a = a_bar[hs], a2 = a * a, p = p_bar[hs];
+  Mobius local{};
+  for (int t = t0; t < t1; ++t) {
+    const std::int64_t r = s.row(b, t, h);
+    const Mobius m = kla::step_matrix(Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d], a2, p);
+    local = t == t0 ? m : kla::compose(local, m);
+  }
+  agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
+}
+
+// Aggregates → exclusive carries, in place: x[c] ← x[0] ⊕ … ⊕ x[c−1] (x[0] ← identity,
+// never read), each composition narrowed as it is stored.
+template <class E, class X>
+__global__ void __launch_bounds__(kSlots) carries(Shape s, X* __restrict__ x) {
+  const int bh = blockIdx.x;
+  const int slot = blockIdx.y * kSlots + threadIdx.x;
+  if (slot >= s.N * s.D) return;
+  const int n = slot / s.D, d = slot % s.D;
+  X running = x[s.ws(bh, 0, n, d)];
+  for (int c = 1; c < s.chunks; ++c) {
+    const std::int64_t i = s.ws(bh, c, n, d);
+    const X own = x[i];
+    x[i] = running;
+    if (c + 1 < s.chunks) running = kla::stored<E>(kla::compose(running, own));
+  }
+}
+
+// Stages 3 and 5 share the walk over one chunk of one slot: Λ_t from the carried
+// Möbius prefix (Cor. 1.1), the affine prefix of the mean track inside the chunk
+// and, with a carried affine prefix, η_t = A_{1:t} η_0 + b_{1:t} (Cor. 2.1).
+template <class E>
+struct SlotWalk {
+  Slot x;
+  Mobius carry_m;         // the carry-ins (unused in chunk 0, where they are the identity)
+  Affine carry_a;
+  bool carried_m, carried_a;
+  float lam_prev;         // Λ_{t−1}
+  Mobius local{};         // M_t ⋯ M_{t0}
+  Affine mean{};          // the chunk's affine prefix
+
+  __device__ SlotWalk(const Slot& s, const Mobius* cm, const Affine* ca)
+      : x(s), carry_m(cm ? *cm : Mobius{}), carry_a(ca ? *ca : Affine{}), carried_m(cm), carried_a(ca) {
+    lam_prev = carried_m ? kla::apply(carry_m, x.lam0) : x.lam0;
+  }
+  // Token t (first: t is the chunk's first token); returns Λ_t, sets eta (with carry_a).
+  __device__ float step(bool first, float kn, float lvd, float vd, float& eta) {
+    const Mobius m = kla::step_matrix(kn, lvd, x.a2, x.p);
+    local = first ? m : kla::compose(local, m);
+    const float lam = kla::apply(carried_m ? kla::compose(carry_m, local) : local, x.lam0);  // P_t(Λ_0)
+    // eq. (19): f_t = ā/(ā² + p̄Λ_{t−1}), b_t = k_n (λv_d v_d)
+    const Affine st{x.a / (x.a2 + x.p * lam_prev), kn * (lvd * vd)};
+    mean = first ? st : kla::compose(mean, st);
+    const Affine full = carried_a ? kla::compose(carry_a, mean) : mean;
+    eta = full.B + full.A * x.eta0;
+    lam_prev = lam;
+    return lam;
+  }
+};
+
+template <class E>
+__global__ void __launch_bounds__(kSlots) affine_aggregates(Shape s, const E* __restrict__ k,
+                                                            const E* __restrict__ v, const float* __restrict__ lv,
+                                                            const float* __restrict__ a_bar,
+                                                            const float* __restrict__ p_bar,
+                                                            const float* __restrict__ lambda_init,
+                                                            const float* __restrict__ eta_init, float lambda0,
+                                                            const Mobius* __restrict__ carry_m,
+                                                            Affine* __restrict__ agg) {
+  const int c = blockIdx.x, bh = blockIdx.y, slot = blockIdx.z * kSlots + threadIdx.x;
+  if (slot >= s.N * s.D) return;
+  const int n = slot / s.D, d = slot % s.D;
+  const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
+  const Mobius cm = carry_m[s.ws(bh, c, n, d)];
+  SlotWalk<E> w(load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d), c > 0 ? &cm : nullptr, nullptr);
+  for (int t = t0; t < t1; ++t) {
+    const std::int64_t r = s.row(b, t, h);
+    float eta;
+    (void)w.step(t == t0, Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d], Elem<E>::to_float(v[r * s.D + d]), eta);
+  }
+  const Affine local = w.mean;
+  agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
+}
+
+// Stage 5: a thread per slot (n, d) of a block of N × cols slots (cols = the
+// value columns of the block); every kSub tokens the slots' terms q_n μ and
+// q_n²/Λ go to shared memory and one thread per (token, column, output) sums them
+// over n ascending (the sequential form's order).
+constexpr int kSub = 8;
+constexpr int kOutThreads = 256;
+
+template <class E>
+__global__ void __launch_bounds__(kOutThreads) outputs(Shape s, int cols, const E* __restrict__ q,
+                                                       const E* __restrict__ k, const E* __restrict__ v,
+                                                       const float* __restrict__ lv, const float* __restrict__ a_bar,
+                                                       const float* __restrict__ p_bar,
+                                                       const float* __restrict__ lambda_init,
+                                                       const float* __restrict__ eta_init, float lambda0, float scale,
+                                                       const Mobius* __restrict__ carry_m,
+                                                       const Affine* __restrict__ carry_a, E* __restrict__ o,
+                                                       E* __restrict__ o_var, float* __restrict__ lambda_T,
+                                                       float* __restrict__ eta_T) {
+  // terms[i][t][n][j]: i = 0 q_n μ, i = 1 q_n²/Λ; column j of the block.
+  extern __shared__ float terms[];
+  const int slots = s.N * cols;
+  const int c = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
+  const int t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
+  const int n = threadIdx.x / cols, j = threadIdx.x % cols, d = blockIdx.z * cols + j;
+  const bool mine = threadIdx.x < slots && d < s.D;  // the others only share the barriers
+  Mobius cm{};
+  Affine ca{};
+  Slot x{};
+  if (mine) {
+    const std::int64_t w = s.ws(bh, c, n, d);
+    cm = carry_m[w], ca = carry_a[w];
+    x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
+  }
+  SlotWalk<E> walk(x, c > 0 ? &cm : nullptr, c > 0 ? &ca : nullptr);
+  const auto term = [&](int i, int t, int nn, int jj) -> float& {
+    return terms[((i * kSub + t) * s.N + nn) * cols + jj];
+  };
+  for (int u0 = t0; u0 < t1; u0 += kSub) {
+    const int u1 = min(t1, u0 + kSub);
+    if (mine)
+      for (int t = u0; t < u1; ++t) {
+        const std::int64_t r = s.row(b, t, h);
+        float eta;
+        const float lam = walk.step(t == t0, Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d],
+                                    Elem<E>::to_float(v[r * s.D + d]), eta);
+        const float qn = Elem<E>::to_float(q[r * s.N + n]);
+        term(0, t - u0, n, j) = qn * (eta / lam);  // q_n μ, μ = η/Λ
+        term(1, t - u0, n, j) = qn * qn / lam;
+        if (t == s.T - 1) {
+          const std::int64_t f = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
+          lambda_T[f] = lam;
+          eta_T[f] = eta;
+        }
+      }
+    __syncthreads();
+    for (int task = threadIdx.x; task < 2 * kSub * cols; task += blockDim.x) {
+      const int i = task / (kSub * cols), t = (task / cols) % kSub, jj = task % cols, dd = blockIdx.z * cols + jj;
+      if (u0 + t >= u1 || dd >= s.D) continue;
+      float acc = 0.0f;
+      for (int nn = 0; nn < s.N; ++nn) acc += term(i, t, nn, jj);
+      const std::int64_t r = s.row(b, u0 + t, h) * s.D + dd;
+      if (i == 0) o[r] = Elem<E>::from_float(acc * scale);
+      else o_var[r] = Elem<E>::from_float(acc * (scale * scale));
+    }
+    __syncthreads();
+  }
+}
+
+// The recurrent form (reference/kla_kalman/sequential.hpp) one token at a time:
+// a thread per value column d, the slots' Λ and η in shared memory (column d
+// touched by its thread only), everything fp32, o and o_var rounded once.
+constexpr int kRecCols = 32;
+
+template <class E>
+__global__ void __launch_bounds__(kRecCols) recurrent(Shape s, const E* __restrict__ q, const E* __restrict__ k,
+                                                      const E* __restrict__ v, const float* __restrict__ lv,
+                                                      const float* __restrict__ a_bar,
+                                                      const float* __restrict__ p_bar,
+                                                      const float* __restrict__ lambda_init,
+                                                      const float* __restrict__ eta_init, float lambda0,
+                                                      float scale, E* __restrict__ o, E* __restrict__ o_var,
+                                                      float* __restrict__ lambda_T, float* __restrict__ eta_T) {
+  extern __shared__ float state[];  // Λ [N][kRecCols], then η [N][kRecCols]
+  float* Lam = state;
+  float* Eta = state + s.N * kRecCols;
+  const int bh = blockIdx.x, d = blockIdx.y * kRecCols + threadIdx.x, j = threadIdx.x;
+  if (d >= s.D) return;
+  const int b = bh / s.H, h = bh % s.H;
+  for (int n = 0; n < s.N; ++n) {
+    const Slot x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
+    Lam[n * kRecCols + j] = x.lam0;
+    Eta[n * kRecCols + j] = x.eta0;
+  }
+  for (int t = 0; t < s.T; ++t) {
+    const std::int64_t r = s.row(b, t, h);
+    const float lvd = lv[r * s.D + d], ev = lvd * Elem<E>::to_float(v[r * s.D + d]);
+    float acc = 0.0f, accv = 0.0f;
+    for (int n = 0; n < s.N; ++n) {
+      const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
+      const float a = a_bar[hs], p = p_bar[hs];
+      const float kn = Elem<E>::to_float(k[r * s.N + n]), qn = Elem<E>::to_float(q[r * s.N + n]);
+      float& L = Lam[n * kRecCols + j];
+      float& e = Eta[n * kRecCols + j];
+      const float denom = a * a + p * L;  // ā² + p̄Λ_{t−1}
+      e = (a / denom) * e + kn * ev;      // eq. (19)
+      L = L / denom + kn * kn * lvd;      // eq. (18)
+      acc += qn * (e / L);
+      accv += qn * qn / L;
+    }
+    o[r * s.D + d] = Elem<E>::from_float(scale * acc);
+    o_var[r * s.D + d] = Elem<E>::from_float(scale * scale * accv);
+  }
+  for (int n = 0; n < s.N; ++n) {
+    const std::int64_t f = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
+    lambda_T[f] = Lam[n * kRecCols + j];
+    eta_T[f] = Eta[n * kRecCols + j];
+  }
+}
+
+Shape shape_of(const KlaArgs& a) { return {a.B, a.T, a.H, a.N, a.D, (a.T + kChunk - 1) / kChunk}; }
+unsigned tiles(int n, int per) { return static_cast<unsigned>((n + per - 1) / per); }
+
+template <class E>
+void chunk_forward(const KlaArgs& a) {
+  const Shape s = shape_of(a);
+  const auto stream = static_cast<cudaStream_t>(a.stream);
+  const std::size_t slots = static_cast<std::size_t>(a.B) * a.H * s.chunks * a.N * a.D;
+  unsigned char* ws = nullptr;
+  const std::size_t bytes_m = (slots * sizeof(Mobius) + 255) / 256 * 256;
+  TTR_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws), bytes_m + slots * sizeof(Affine), stream));
+  auto* wm = reinterpret_cast<Mobius*>(ws);
+  auto* wa = reinterpret_cast<Affine*>(ws + bytes_m);
+  const auto* q = static_cast<const E*>(a.q);
+  const auto* k = static_cast<const E*>(a.k);
+  const auto* v = static_cast<const E*>(a.v);
+  // Stage 5: N × cols slots per block, cols = the value columns that fit 256 threads.
+  const int cols = std::max(1, std::min(a.D, kOutThreads / a.N));
+  const dim3 out_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.D, cols));
+  const std::size_t out_shmem = 2u * kSub * a.N * cols * sizeof(float);
+  const dim3 slot_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
+  const dim3 carry_grid(static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
+  try {
+    mobius_aggregates<E><<<slot_grid, kSlots, 0, stream>>>(s, k, a.lambda_v, a.a_bar, a.p_bar, wm);
+    TTR_CUDA_CHECK_LAUNCH("kla mobius_aggregates");
+    carries<E, Mobius><<<carry_grid, kSlots, 0, stream>>>(s, wm);
+    TTR_CUDA_CHECK_LAUNCH("kla carries<Mobius>");
+    affine_aggregates<E><<<slot_grid, kSlots, 0, stream>>>(s, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init,
+                                                          a.eta_init, a.lambda0, wm, wa);
+    TTR_CUDA_CHECK_LAUNCH("kla affine_aggregates");
+    carries<E, Affine><<<carry_grid, kSlots, 0, stream>>>(s, wa);
+    TTR_CUDA_CHECK_LAUNCH("kla carries<Affine>");
+    outputs<E><<<out_grid, kOutThreads, out_shmem, stream>>>(
+        s, cols, q, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init, a.eta_init, a.lambda0, a.scale, wm, wa,
+        static_cast<E*>(a.o), static_cast<E*>(a.o_var), a.lambda_T, a.eta_T);
+    TTR_CUDA_CHECK_LAUNCH("kla outputs");
+  } catch (...) {
+    (void)cudaFreeAsync(ws, stream);
+    throw;
+  }
+  TTR_CUDA_CHECK(cudaFreeAsync(ws, stream));
+}
+
+template <class E>
+void recurrent_forward(const KlaArgs& a) {
+  const Shape s = shape_of(a);
+  const auto stream = static_cast<cudaStream_t>(a.stream);
+  const dim3 grid(static_cast<unsigned>(a.B * a.H), tiles(a.D, kRecCols));
+  const std::size_t shmem = 2u * a.N * kRecCols * sizeof(float);
+  recurrent<E><<<grid, kRecCols, shmem, stream>>>(s, static_cast<const E*>(a.q), static_cast<const E*>(a.k),
+                                                  static_cast<const E*>(a.v), a.lambda_v, a.a_bar, a.p_bar,
+                                                  a.lambda_init, a.eta_init, a.lambda0, a.scale,
+                                                  static_cast<E*>(a.o), static_cast<E*>(a.o_var), a.lambda_T,
+                                                  a.eta_T);
+  TTR_CUDA_CHECK_LAUNCH("kla recurrent");
+}
+
+}  // namespace
+
+void validate(const KlaArgs& a) {
+  auto fail = [](const std::string& m) { throw std::invalid_argument("gpu kla_kalman kernel: " + m); };
+  if (a.B < 1 || a.T < 1 || a.H < 1) fail("B, T and H must be at least 1");
+  if (a.N < 1 || a.N > 128) fail("N = " + std::to_string(a.N) + " (need 1 ≤ N ≤ 128)");
+  if (a.D < 1) fail("D must be at least 1");
+  if (!a.q || !a.k || !a.v || !a.lambda_v || !a.a_bar || !a.p_bar) fail("q, k, v, lambda_v, a_bar and p_bar are required");
+  if (!a.o || !a.o_var || !a.lambda_T || !a.eta_T) fail("o, o_var, lambda_T and eta_T are required");
+}
+
+void kla_kalman_chunk_forward(const KlaArgs& a) {
+  validate(a);
+  if (a.dtype == DType::bf16) chunk_forward<__nv_bfloat16>(a);
+  else chunk_forward<float>(a);
+}
+
+void kla_kalman_recurrent_forward(const KlaArgs& a) {
+  validate(a);
+  if (a.dtype == DType::bf16) recurrent_forward<__nv_bfloat16>(a);
+  else recurrent_forward<float>(a);
+}
+
+}  // namespace ttr::gpu
