@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cuda_gate/fuzz_target.hpp"
 #include "oracles/error.hpp"
 #include "oracles/fuzz/reproducer.hpp"
 #include "oracles/mutants.hpp"
@@ -57,7 +58,9 @@ Command add_fuzz(CLI::App& app) {
     opt.max_findings = o->max_findings;
     opt.minimise = !o->no_minimise;
     const Mutant mutant = parse_mutant(o->mutant);
-    const auto target = fuzz::make_target(ts, layer, form, o->chunk_size, mutant);
+    const auto target = ts.backend == fuzz::Backend::cuda
+                            ? cuda::make_fuzz_target(ts, layer, form, o->chunk_size, mutant)
+                            : fuzz::make_target(ts, layer, form, o->chunk_size, mutant);
     const fs::path dir(o->out);
     std::error_code ec;
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))

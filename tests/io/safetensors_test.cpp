@@ -2,6 +2,8 @@
 #include "oracles/io/safetensors.hpp"
 
 #include <gtest/gtest.h>
+
+#include "tests/support/cli.hpp"
 #include <unistd.h>
 
 #include <bit>
@@ -735,8 +737,9 @@ TEST(Safetensors, SerializeRejectsUnwritableTensors) {
 // The fuzz seeds (fuzz/corpus/safetensors, made by make_safetensors_seeds.py): files
 // named valid_* must parse, invalid_* must be rejected with InputError.
 TEST(Safetensors, SeedCorpusIsClassifiedCorrectly) {
-  const fs::path corpus = fs::path(__FILE__).parent_path().parent_path().parent_path() / "fuzz/corpus/safetensors";
-  if (!fs::is_directory(corpus)) GTEST_SKIP() << "no seed corpus at " << corpus;
+  // The repository's corpus: a missing one is a broken checkout, not a skip.
+  const fs::path corpus = ttr::test::source_dir() / "fuzz/corpus/safetensors";
+  ASSERT_TRUE(fs::is_directory(corpus)) << "no seed corpus at " << corpus;
   int seen = 0;
   for (const auto& entry : fs::directory_iterator(corpus)) {
     const std::string name = entry.path().filename().string();
