@@ -36,16 +36,19 @@ Command add_fuzz(CLI::App& app) {
   cmd->add_option("--out", o->out, "directory for reproducers and campaign.json (created; default fuzz-out)");
   cmd->add_option("--objective", o->objective, "nan: non-finite outputs; ratio: the largest error ratio");
   cmd->add_option("--mutant", o->mutant, "run the CPU kernel with a catalogued bug (`ttrcheck mutants`)");
-  cmd->add_option("--chunk-size", o->chunk_size, "the kernel's chunk size C")->check(CLI::Range(1, 1 << 20));
+  auto* chunk_opt = cmd->add_option("--chunk-size", o->chunk_size, "the kernel's chunk size C (default 16; 64 for cuda:*)")
+                        ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--length", o->length, "fix T for every case (default: lengths around multiples of C)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   cmd->add_option("--max-findings", o->max_findings, "reproducers written per kind of finding")
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--no-minimise", o->no_minimise, "write findings as found, unshrunk");
-  return [o]() {
+  return [o, chunk_opt]() {
     namespace fs = std::filesystem;
     const LayerEntry& layer = find_layer(o->layer);
     const fuzz::TargetSpec ts = fuzz::parse_target(o->target);
+    // The CUDA chunk kernels have one chunk size: default to it.
+    if (ts.backend == fuzz::Backend::cuda && chunk_opt->count() == 0) o->chunk_size = 64;
     Form form;
     if (!o->form.empty()) form = parse_form(o->form);
     else form = layer.has_form(Form::chunk) ? Form::chunk : layer.has_form(Form::scan) ? Form::scan : Form::sequential;
