@@ -7,6 +7,22 @@
 
 namespace ttr::proofs {
 
+Entry make_entry(Paper paper, std::string id, std::string ref, std::string statement, Method method,
+                 std::string how, Status status, std::string correction,
+                 std::function<Evidence(const RunOptions&, const std::string&)> check) {
+  Entry e;
+  e.id = std::move(id);
+  e.paper = paper;
+  e.ref = std::move(ref);
+  e.statement = std::move(statement);
+  e.method = method;
+  e.how = std::move(how);
+  e.status = status;
+  e.correction = std::move(correction);
+  e.check = [check = std::move(check), id = e.id](const RunOptions& opt) { return check(opt, id); };
+  return e;
+}
+
 const std::vector<Entry>& catalogue() {
   static const std::vector<Entry> all = [] {
     std::vector<Entry> v;

@@ -512,17 +512,8 @@ Evidence remark1_bf16(const RunOptions& opt, const std::string&) {
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
            std::string correction, std::function<Evidence(const RunOptions&, const std::string&)> fn) {
-  Entry e;
-  e.id = id;
-  e.paper = Paper::GKA;
-  e.ref = std::move(ref);
-  e.statement = std::move(statement);
-  e.method = m;
-  e.how = std::move(how);
-  e.status = st;
-  e.correction = std::move(correction);
-  e.check = [fn, id](const RunOptions& opt) { return fn(opt, id); };
-  return e;
+  return make_entry(Paper::GKA, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
+                    std::move(correction), fn);
 }
 
 }  // namespace

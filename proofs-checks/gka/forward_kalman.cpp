@@ -100,16 +100,9 @@ Evidence kalman_vs_delta(const RunOptions& opt, const std::string& id, bool gate
 }
 
 Entry make(std::string id, std::string ref, std::string statement, std::string how, bool gated) {
-  Entry e;
-  e.id = std::move(id);
-  e.paper = Paper::GKA;
-  e.ref = std::move(ref);
-  e.statement = std::move(statement);
-  e.method = Method::exact_identity;
-  e.how = std::move(how);
-  e.status = Status::holds;
-  e.check = [id = e.id, gated](const RunOptions& opt) { return kalman_vs_delta(opt, id, gated); };
-  return e;
+  return make_entry(Paper::GKA, std::move(id), std::move(ref), std::move(statement), Method::exact_identity,
+                    std::move(how), Status::holds, "",
+                    [gated](const RunOptions& opt, const std::string& id) { return kalman_vs_delta(opt, id, gated); });
 }
 
 }  // namespace

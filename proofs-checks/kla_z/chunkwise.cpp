@@ -340,16 +340,8 @@ Evidence check_appB5(const RunOptions& opt, const std::string& id) {
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how,
            std::function<Evidence(const RunOptions&, const std::string&)> fn) {
-  Entry e;
-  e.id = id;
-  e.paper = Paper::KLA_Z;
-  e.ref = std::move(ref);
-  e.statement = std::move(statement);
-  e.method = m;
-  e.how = std::move(how);
-  e.status = Status::holds;
-  e.check = [id, fn](const RunOptions& opt) { return fn(opt, id); };
-  return e;
+  return make_entry(Paper::KLA_Z, std::move(id), std::move(ref), std::move(statement), m, std::move(how),
+                    Status::holds, "", fn);
 }
 
 }  // namespace

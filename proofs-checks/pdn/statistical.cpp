@@ -338,17 +338,8 @@ Evidence check_thm32(const RunOptions& opt, const std::string& id) {
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
            std::string correction, Evidence (*fn)(const RunOptions&, const std::string&)) {
-  Entry e;
-  e.id = id;
-  e.paper = Paper::PDN;
-  e.ref = std::move(ref);
-  e.statement = std::move(statement);
-  e.method = m;
-  e.how = std::move(how);
-  e.status = st;
-  e.correction = std::move(correction);
-  e.check = [id, fn](const RunOptions& opt) { return fn(opt, id); };
-  return e;
+  return make_entry(Paper::PDN, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
+                    std::move(correction), fn);
 }
 
 }  // namespace
