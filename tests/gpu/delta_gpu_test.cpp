@@ -12,51 +12,17 @@
 #include <thread>
 
 #include "cuda_gate/gate.hpp"
+#include "tests/gpu/gpu_checks.hpp"
 #include "oracles/error_model.hpp"
 #include "oracles/registry.hpp"
 
 namespace ttr {
 namespace {
 
-#define TTR_REQUIRE_DEVICE()                                       \
-  do {                                                             \
-    const cuda::Status st = cuda::status();                        \
-    if (!st.usable()) GTEST_SKIP() << st.reason();                 \
-  } while (0)
-
-Dims dims(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, std::int64_t V) {
-  return {{"B", B}, {"T", T}, {"H", H}, {"K", K}, {"V", V}, {"N", K}, {"D", V}};
-}
-
-double worst_ratio(const CheckResult& r) {
-  double w = 0;
-  for (const auto& t : r.tensors) w = std::max(w, t.max_ratio);
-  return w;
-}
-
-// One line per check, collected by scripts/gpu-check into its table.
-void report(const std::vector<GateCheck>& checks) {
-  static std::mutex m;
-  const std::lock_guard<std::mutex> lock(m);
-  for (const GateCheck& c : checks) {
-    std::string detail;
-    for (const auto& t : c.result.tensors)
-      if (t.present) detail += fmt::format(" {}={:.3g}", t.name, t.max_ratio);
-    std::printf("GPUCHECK %-70s %-4s max_ratio=%.3g%s\n", c.id.c_str(), c.result.pass ? "pass" : "FAIL",
-                worst_ratio(c.result), detail.c_str());
-  }
-  std::fflush(stdout);
-}
-
-void expect_pass(const std::vector<GateCheck>& checks) {
-  for (const GateCheck& c : checks) {
-    EXPECT_TRUE(c.result.pass) << c.id << ": max ratio " << worst_ratio(c.result);
-    for (const auto& t : c.result.tensors) {
-      EXPECT_EQ(t.nan_count, 0) << c.id << " " << t.name << ": NaN (unwritten output?)";
-      EXPECT_EQ(t.inf_count, 0) << c.id << " " << t.name;
-    }
-  }
-}
+using test::dims;
+using test::expect_pass;
+using test::report;
+using test::worst_ratio;
 
 // The delta family's layers among those with CUDA kernels (kla_kalman has its
 // own test, kla_kalman_gpu_test.cpp).

@@ -13,49 +13,17 @@
 #include <thread>
 
 #include "cuda_gate/gate.hpp"
+#include "tests/gpu/gpu_checks.hpp"
 #include "oracles/error_model.hpp"
 #include "oracles/registry.hpp"
 
 namespace ttr {
 namespace {
 
-#define TTR_REQUIRE_DEVICE()                       \
-  do {                                             \
-    const cuda::Status st = cuda::status();        \
-    if (!st.usable()) GTEST_SKIP() << st.reason(); \
-  } while (0)
-
-Dims dims(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t N, std::int64_t D) {
-  return {{"B", B}, {"T", T}, {"H", H}, {"K", N}, {"V", D}, {"N", N}, {"D", D}};
-}
-
-double worst_ratio(const CheckResult& r) {
-  double w = 0;
-  for (const auto& t : r.tensors) w = std::max(w, t.max_ratio);
-  return w;
-}
-
-// One line per check (scripts/gpu-check collects them into its table).
-void report(const std::vector<GateCheck>& checks) {
-  for (const GateCheck& c : checks) {
-    std::string detail;
-    for (const auto& t : c.result.tensors)
-      if (t.present) detail += fmt::format(" {}={:.3g}", t.name, t.max_ratio);
-    std::printf("GPUCHECK %-70s %-4s max_ratio=%.3g%s\n", c.id.c_str(), c.result.pass ? "pass" : "FAIL",
-                worst_ratio(c.result), detail.c_str());
-  }
-  std::fflush(stdout);
-}
-
-void expect_pass(const std::vector<GateCheck>& checks) {
-  for (const GateCheck& c : checks) {
-    EXPECT_TRUE(c.result.pass) << c.id << ": max ratio " << worst_ratio(c.result);
-    for (const auto& t : c.result.tensors) {
-      EXPECT_EQ(t.nan_count, 0) << c.id << " " << t.name << ": NaN (unwritten output?)";
-      EXPECT_EQ(t.inf_count, 0) << c.id << " " << t.name;
-    }
-  }
-}
+using test::dims;
+using test::expect_pass;
+using test::report;
+using test::worst_ratio;
 
 // Slice (b, h) of kla_kalman's inputs: [B,T,H,F] sequences, [H,N,D] parameters,
 // [B,H,N,D] states.
