@@ -22,10 +22,12 @@ const char* kernel_name(Kernel k) { return k == Kernel::chunk ? "cuda-chunk" : "
 
 const std::vector<std::string>& layers() {
   static const std::vector<std::string> l = {"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule",
-                                             "precond_gated_delta_rule", "kla_kalman"};
+                                             "precond_gated_delta_rule", "kla_kalman", "gka"};
   return l;
 }
-bool is_delta_family(const std::string& layer) { return has_layer(layer) && layer != "kla_kalman"; }
+bool is_delta_family(const std::string& layer) {
+  return has_layer(layer) && layer != "kla_kalman" && layer != "gka";
+}
 bool has_layer(const std::string& layer) {
   return std::find(layers().begin(), layers().end(), layer) != layers().end();
 }
@@ -181,6 +183,112 @@ TensorMap<double> run_kla(Kernel kernel, bool bf16, const TensorMap<double>& in,
   return out;
 }
 
+// A [BH, R, C] fp32 block tensor (states) padded to [BH, Rp, Cp] and back.
+std::vector<float> unpad_state(const std::vector<float>& p, std::int64_t BH, int R, int C, int Rp, int Cp) {
+  std::vector<float> u(static_cast<std::size_t>(BH) * R * C);
+  for (std::int64_t b = 0; b < BH; ++b)
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) u[(b * R + i) * C + j] = p[(b * Rp + i) * Cp + j];
+  return u;
+}
+
+Tensor<double> as_double(const std::vector<float>& f, Shape shape) {
+  Tensor<double> t(std::move(shape), 0.0);
+  for (std::size_t i = 0; i < f.size(); ++i) t.data[i] = f[i];
+  return t;
+}
+
+gpu::DeviceBuffer upload_fp32(const std::vector<float>& f) {
+  gpu::DeviceBuffer b(f.size() * 4);
+  b.upload(f.data(), f.size() * 4);
+  return b;
+}
+
+// gka (solver = chebyshev): q, k, v in the dtype, zero-padded to K, V multiples
+// of 16 (a zero key coordinate adds exact zeros to H, S, ‖H‖_F and every product,
+// and the padded block of H + λI is λI with a zero right-hand side, so the padded
+// x coordinates stay 0); g, β, α and the states fp32 (the CPU form's acc).
+TensorMap<double> run_gka(Kernel kernel, bool bf16, const TensorMap<double>& in, const Config& cfg,
+                          const RunOptions& opt) {
+  if (cfg.text("solver") != "chebyshev")
+    throw InputError(fmt::format("the CUDA gka kernels implement solver=chebyshev only (GKA §4.2's chunkwise "
+                                 "solver); got solver={}",
+                                 cfg.text("solver")));
+  const Tensor<double>& q = in.at("q");
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
+  const int Kp = pad16(K), Vp = pad16(V);
+  if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
+  const std::int64_t rows = B * T * H, BH = B * H;
+  std::vector<float> qf = to_float(q), kf = to_float(in.at("k"));
+  if (cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel")) {
+    // As the CPU forms: narrow to the dtype, normalise in fp32 (the kernel narrows the result).
+    for (std::vector<float>* x : {&qf, &kf}) {
+      if (bf16)
+        for (float& e : *x) e = bf16_value(bf16_bits(e));
+      Tensor<float> t({B, T, H, K}, 0.0f);
+      t.data = *x;
+      *x = l2normalize_rows(t, 1e-6f).data;
+    }
+  }
+  gpu::DeviceBuffer dq = upload(qf, rows, K, Kp, bf16), dk = upload(kf, rows, K, Kp, bf16);
+  gpu::DeviceBuffer dv = upload(to_float(in.at("v")), rows, V, Vp, bf16);
+  gpu::DeviceBuffer dg = upload_fp32(to_float(in.at("g"))), dbeta, dalpha, dh0, dhkk0;
+  gpu::GkaArgs a;
+  a.B = static_cast<int>(B), a.T = static_cast<int>(T), a.H = static_cast<int>(H), a.K = Kp, a.V = Vp;
+  a.dtype = bf16 ? gpu::DType::bf16 : gpu::DType::fp32;
+  a.g = static_cast<const float*>(dg.get());
+  if (const auto it = in.find("beta"); it != in.end()) {
+    dbeta = upload_fp32(to_float(it->second));
+    a.beta = static_cast<const float*>(dbeta.get());
+  }
+  if (const auto it = in.find("alpha"); it != in.end()) {
+    dalpha = upload_fp32(to_float(it->second));
+    a.alpha = static_cast<const float*>(dalpha.get());
+  }
+  if (const auto it = in.find("h0"); it != in.end()) {
+    dh0 = upload_state(to_float(it->second), BH, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+    a.h0 = static_cast<const float*>(dh0.get());
+  }
+  if (const auto it = in.find("hkk0"); it != in.end()) {
+    dhkk0 = upload_state(to_float(it->second), BH, static_cast<int>(K), static_cast<int>(K), Kp, Kp);
+    a.hkk0 = static_cast<const float*>(dhkk0.get());
+  }
+  a.scale = cfg.has("scale") ? static_cast<float>(cfg.number("scale")) : 1.0f / std::sqrt(static_cast<float>(K));
+  a.a = static_cast<float>(cfg.number("a"));
+  a.fixed_lambda = cfg.has("lambda");
+  if (a.fixed_lambda) a.lambda_value = static_cast<float>(cfg.number("lambda"));
+  a.iters = static_cast<int>(cfg.number("iters"));
+  a.omega0 = static_cast<float>(cfg.number("omega0"));
+  const std::size_t esize = bf16 ? 2 : 4;
+  gpu::DeviceBuffer dout(static_cast<std::size_t>(rows) * Vp * esize), dht(static_cast<std::size_t>(BH) * Kp * Vp * 4),
+      dhkk(static_cast<std::size_t>(BH) * Kp * Kp * 4), dlam(static_cast<std::size_t>(rows) * 4),
+      dfro(static_cast<std::size_t>(rows) * 4);
+  a.q = dq.get(), a.k = dk.get(), a.v = dv.get(), a.o = dout.get();
+  a.ht = static_cast<float*>(dht.get()), a.hkk = static_cast<float*>(dhkk.get());
+  a.lambda = static_cast<float*>(dlam.get()), a.fro = static_cast<float*>(dfro.get());
+  if (opt.poison)
+    for (gpu::DeviceBuffer* b : {&dout, &dht, &dhkk, &dlam, &dfro}) b->fill_bytes(0xFF);  // NaN in bf16 and fp32
+  if (kernel == Kernel::chunk) gpu::gka_chunk_forward(a);
+  else gpu::gka_recurrent_forward(a);
+  gpu::synchronize();
+  TensorMap<double> out;
+  const Tensor<double> op = download(dout, {B, T, H, Vp}, bf16);
+  Tensor<double>& o = out["o"];
+  o = Tensor<double>({B, T, H, V}, 0.0);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < V; ++j) o.data[r * V + j] = op.data[r * Vp + j];
+  auto state = [&](const gpu::DeviceBuffer& d, int R, int C, int Rp, int Cp) {
+    std::vector<float> f(static_cast<std::size_t>(BH) * Rp * Cp);
+    d.download(f.data(), f.size() * 4);
+    return as_double(unpad_state(f, BH, R, C, Rp, Cp), {B, H, R, C});
+  };
+  out["ht"] = state(dht, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+  out["hkk"] = state(dhkk, static_cast<int>(K), static_cast<int>(K), Kp, Kp);
+  out["lambda"] = download(dlam, {B, T, H}, false);
+  out["fro"] = download(dfro, {B, T, H}, false);
+  return out;
+}
+
 }  // namespace
 
 TensorMap<double> run(const std::string& layer, Kernel kernel, Tier dtype, const TensorMap<double>& in,
@@ -190,6 +298,7 @@ TensorMap<double> run(const std::string& layer, Kernel kernel, Tier dtype, const
     throw InputError(fmt::format("the CUDA kernels run in bf16 or fp32, not {}", tier_name(dtype)));
   const bool bf16 = dtype == Tier::bf16;
   if (layer == "kla_kalman") return run_kla(kernel, bf16, in, cfg, opt);
+  if (layer == "gka") return run_gka(kernel, bf16, in, cfg, opt);
   const Tensor<double>& q = in.at("q");
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
   const int Kp = pad16(K), Vp = pad16(V);

@@ -26,7 +26,8 @@ struct Status {
 Status status();
 
 // Layers with CUDA kernels: delta_rule, gated_delta_rule, kda, kaczmarz_delta_rule,
-// precond_gated_delta_rule (the delta family, gpu/family/), kla_kalman (gpu/kla_kalman/).
+// precond_gated_delta_rule (the delta family, gpu/family/), kla_kalman (gpu/kla_kalman/),
+// gka (gpu/gka/; solver=chebyshev only).
 const std::vector<std::string>& layers();
 bool has_layer(const std::string& layer);
 bool is_delta_family(const std::string& layer);

@@ -18,6 +18,17 @@ void validate(const DeltaArgs& a) {
   if (a.decay != Decay::none && !a.g) fail("g is required for scalar and per-key decay");
 }
 
+void validate(const GkaArgs& a) {
+  auto fail = [](const std::string& m) { throw std::invalid_argument("gpu gka kernel: " + m); };
+  if (a.B < 1 || a.T < 1 || a.H < 1) fail("B, T and H must be at least 1");
+  for (auto [name, x] : {std::pair{"K", a.K}, std::pair{"V", a.V}})
+    if (x < 16 || x > 128 || x % 16 != 0)
+      fail(std::string(name) + " = " + std::to_string(x) + " (need a multiple of 16 in [16, 128])");
+  if (!a.q || !a.k || !a.v || !a.g || !a.o) fail("q, k, v, g and o are required");
+  if (a.iters < 0) fail("iters = " + std::to_string(a.iters) + " (need ≥ 0)");
+  if (a.fixed_lambda ? !(a.lambda_value > 0.0f) : !(a.a > 0.0f)) fail("need a > 0, or a fixed lambda > 0");
+}
+
 int device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {

@@ -103,6 +103,48 @@ void kla_kalman_chunk_forward(const KlaArgs& a);
 // The recurrent form, one token at a time (the GPU's own sequential reference).
 void kla_kalman_recurrent_forward(const KlaArgs& a);
 
+// Gated KalmaNet (GKA eqs. (3), (4), (CH), Alg. 1; LAYERS.md `gka`, solver = chebyshev):
+//   H_t = γ_t H_{t−1} + β_t k_t k_tᵀ;  S_t = γ_t S_{t−1} + β_t k_t v_tᵀ;  λ_t = a‖H_t‖_F (or a fixed λ);
+//   x_t = `iters` Chebyshev steps on (H_t + λ_t I) x = scale·q_t (L = ‖H_t‖_F + λ_t, μ = λ_t,
+//   ξ_{−1} = 0, ξ_0 = 2 scale·q_t/(L + μ), weights from ω_0 = omega0);
+//   q̃_t = scale·q_t + α_t (x_t − scale·q_t) (α absent: x_t);  o_t = S_tᵀ q̃_t;  where λ_t = 0: x_t = 0.
+// Layout: q, k [B,T,H,K], v, o [B,T,H,V] in `dtype`; g (log γ), beta, alpha, lambda, fro
+// [B,T,H] fp32; h0, ht [B,H,K,V] and hkk0, hkk [B,H,K,K] fp32. Gates and states fp32,
+// as model code passes them (the CPU chunk form keeps them in acc).
+struct GkaArgs {
+  int B = 0, T = 0, H = 0, K = 0, V = 0;
+  DType dtype = DType::bf16;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* g = nullptr;
+  const float* beta = nullptr;   // optional write gate (nullptr: 1)
+  const float* alpha = nullptr;  // optional α-connection (nullptr: q̃ = x)
+  const float* h0 = nullptr;     // optional S_0
+  const float* hkk0 = nullptr;   // optional H_0 (symmetric positive semidefinite)
+  void* o = nullptr;
+  float* ht = nullptr;           // optional final S
+  float* hkk = nullptr;          // optional final H
+  float* lambda = nullptr;       // optional diagnostics λ_t, ‖H_t‖_F
+  float* fro = nullptr;
+  float scale = 1.0f;
+  float a = 0.02f;               // adaptive ridge strength (eq. (4))
+  bool fixed_lambda = false;
+  float lambda_value = 0.0f;     // the fixed λ (> 0) when fixed_lambda
+  int iters = 30;
+  float omega0 = 2.0f;
+  void* stream = nullptr;
+};
+// Shapes the kernels accept: K, V multiples of 16 in [16, 128], T ≥ 1, iters ≥ 0,
+// a > 0 (or a fixed λ > 0). Throws std::invalid_argument naming the field.
+void validate(const GkaArgs& a);
+// Chunkwise forward, chunk 64 (GKA §4.2; gpu/gka/chunk.cu): state pass, per-chunk
+// Chebyshev solve with H_c ξ from the chunk state plus the chunk's keys and
+// ‖H_c‖_F by eq. (5), readout. Workspace allocated on the stream and freed.
+void gka_chunk_forward(const GkaArgs& a);
+// The recurrent form, one token at a time with H and S in shared memory.
+void gka_recurrent_forward(const GkaArgs& a);
+
 // Device queries (no exception when there is no device: returns 0 / empty).
 int device_count();
 std::string device_name(int device = 0);

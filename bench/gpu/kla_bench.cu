@@ -12,41 +12,11 @@
 #include <random>
 #include <vector>
 
+#include "bench/gpu/timing.cuh"
 #include "gpu/api.hpp"
 
-namespace {
-
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));            \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
-
-template <class F>
-double median_ms(F&& f, int reps) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  f();  // warm-up
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventRecord(a));
-    f();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-}  // namespace
+using ttr::bench::median_ms;
+#define CHECK BENCH_CHECK
 
 int main(int argc, char** argv) {
   const int B = argc > 5 ? std::atoi(argv[1]) : 4, T = argc > 5 ? std::atoi(argv[2]) : 4096,
@@ -64,12 +34,7 @@ int main(int argc, char** argv) {
   for (auto& x : lv) x = 0.5f + 1.5f * uni(rng);
   for (auto& x : a) x = 0.9f + 0.1f * uni(rng);
   for (auto& x : p) x = 0.001f + 0.099f * uni(rng);
-  auto dev = [](const void* h, std::size_t bytes) {
-    void* d = nullptr;
-    CHECK(cudaMalloc(&d, bytes));
-    CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
-    return d;
-  };
+  const auto dev = ttr::bench::to_device;
   auto to_bf16 = [](const std::vector<float>& x) {
     std::vector<__nv_bfloat16> y(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = __float2bfloat16_rn(x[i]);

@@ -122,28 +122,6 @@ TEST(CudaDelta, WrongOutputFailsTheComparison) {
   EXPECT_FALSE(compare(e.spec, oracle, model, bad).pass);
 }
 
-// Slice (b, h) of a [B,T,H,F] / [B,T,H] / [B,H,K,V] tensor map (GDN's inputs).
-TensorMap<double> slice_head(const TensorMap<double>& in, std::int64_t b, std::int64_t h) {
-  TensorMap<double> out;
-  for (const auto& [name, t] : in) {
-    Tensor<double> s;
-    if (name == "h0") {
-      const std::int64_t H = t.dim(1), KV = t.dim(2) * t.dim(3);
-      s = Tensor<double>({1, 1, t.dim(2), t.dim(3)}, 0.0);
-      std::copy_n(t.data.begin() + (b * H + h) * KV, KV, s.data.begin());
-    } else {
-      const std::int64_t T = t.dim(1), H = t.dim(2), F = t.shape.size() > 3 ? t.dim(3) : 1;
-      Shape sh = t.shape;
-      sh[0] = 1, sh[2] = 1;
-      s = Tensor<double>(sh, 0.0);
-      for (std::int64_t i = 0; i < T; ++i)
-        std::copy_n(t.data.begin() + ((b * T + i) * H + h) * F, F, s.data.begin() + i * F);
-    }
-    out[name] = std::move(s);
-  }
-  return out;
-}
-
 // B·H = 512 heads (every multiprocessor busy in every stage): sampled heads equal
 // the same head run alone, bit for bit (no cross-block interference), those
 // single-head runs pass the oracle, and a repeated run is bit-identical.
@@ -163,7 +141,7 @@ TEST(CudaDelta, FullGpuBatchIsPerHeadExactAndDeterministic) {
         EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
             << cuda::kernel_name(k) << " " << tier_name(dtype) << " " << name << ": repeated run differs";
       for (auto [b, h] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {3, 17}, {7, 63}}) {
-        const TensorMap<double> one = slice_head(in, b, h);
+        const TensorMap<double> one = test::slice_head(e.spec, in, b, h);
         const auto alone = cuda::run("gated_delta_rule", k, dtype, one, cfg);
         const Tensor<double>& o_all = first.at("o");
         const Tensor<double>& o_one = alone.at("o");

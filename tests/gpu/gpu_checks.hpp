@@ -10,10 +10,12 @@
 #include <fmt/format.h>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_gate/gate.hpp"
 #include "oracles/error_model.hpp"
+#include "oracles/registry.hpp"
 
 namespace ttr::test {
 
@@ -54,6 +56,81 @@ inline void expect_pass(const std::vector<GateCheck>& checks) {
       EXPECT_EQ(t.nan_count, 0) << c.id << " " << t.name << ": NaN (unwritten output?)";
       EXPECT_EQ(t.inf_count, 0) << c.id << " " << t.name;
     }
+  }
+}
+
+
+// Head (b, h) of a layer's inputs: every axis the spec names "B" or "H" is cut
+// to that index (per-token [B,T,H,...], states [B,H,...], per-head parameters [H,...]).
+inline TensorMap<double> slice_head(const LayerSpec& spec, const TensorMap<double>& in, std::int64_t b,
+                                    std::int64_t h) {
+  TensorMap<double> out;
+  for (const auto& [name, t] : in) {
+    const std::vector<std::string>& dims = spec.input(name)->dims;
+    Shape sh = t.shape;
+    for (std::size_t d = 0; d < sh.size(); ++d)
+      if (dims[d] == "B" || dims[d] == "H") sh[d] = 1;
+    Tensor<double> s(sh, 0.0);
+    std::vector<std::int64_t> idx(sh.size(), 0);
+    for (double& e : s.data) {
+      std::int64_t flat = 0;
+      for (std::size_t d = 0; d < sh.size(); ++d)
+        flat = flat * t.shape[d] + (dims[d] == "B" ? b : dims[d] == "H" ? h : idx[d]);
+      e = t.data[flat];
+      for (std::size_t d = sh.size(); d-- > 0;) {
+        if (++idx[d] < sh[d]) break;
+        idx[d] = 0;
+      }
+    }
+    out[name] = std::move(s);
+  }
+  return out;
+}
+
+// A layer's cases through cuda::check_inputs (chunk, recurrent and chunk vs
+// recurrent, bf16 and fp32), in parallel, reported in order. `split`: one unit
+// per head (b, h) instead of one per case — the MPFR oracle and the error model
+// dominate the time, heads are independent and the model is per output row, so
+// a long case spreads over the cores.
+inline void check_cases(const LayerEntry& e, const std::vector<VectorCase>& cases, std::uint64_t seed,
+                        bool split = false) {
+  struct Unit {
+    std::string name;
+    TensorMap<double> in;
+    Config cfg;
+  };
+  std::vector<Unit> units;
+  for (const VectorCase& c : cases) {
+    const TensorMap<double> in = generate_inputs(e.spec, c, seed);
+    const Config cfg = Config::make(e.spec, c.config);
+    const std::int64_t B = in.at("q").dim(0), H = in.at("q").dim(2);
+    if (!split) {
+      units.push_back({c.name, in, cfg});
+      continue;
+    }
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        units.push_back({fmt::format("{}_b{}h{}", c.name, b, h), slice_head(e.spec, in, b, h), cfg});
+  }
+  std::vector<std::vector<GateCheck>> results(units.size());
+  std::vector<std::string> errors(units.size());
+  std::vector<std::thread> pool;
+  for (std::size_t i = 0; i < units.size(); ++i)
+    pool.emplace_back([&, i] {
+      try {
+        cuda::UnitOptions uo;
+        uo.cross = true;
+        results[i] = cuda::check_inputs(e, units[i].in, units[i].cfg, units[i].name, seed, uo);
+      } catch (const std::exception& ex) {
+        errors[i] = ex.what();
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    ASSERT_TRUE(errors[i].empty()) << units[i].name << ": " << errors[i];
+    report(results[i]);
+    expect_pass(results[i]);
+    EXPECT_EQ(results[i].size(), 6u);  // {bf16, fp32} × {chunk, recurrent, chunk-vs-recurrent}
   }
 }
 

@@ -25,74 +25,8 @@ using test::expect_pass;
 using test::report;
 using test::worst_ratio;
 
-// Slice (b, h) of kla_kalman's inputs: [B,T,H,F] sequences, [H,N,D] parameters,
-// [B,H,N,D] states.
-TensorMap<double> slice_head(const TensorMap<double>& in, std::int64_t b, std::int64_t h) {
-  TensorMap<double> out;
-  for (const auto& [name, t] : in) {
-    Tensor<double> s;
-    if (name == "a_bar" || name == "p_bar") {
-      const std::int64_t ND = t.dim(1) * t.dim(2);
-      s = Tensor<double>({1, t.dim(1), t.dim(2)}, 0.0);
-      std::copy_n(t.data.begin() + h * ND, ND, s.data.begin());
-    } else if (name == "lambda_init" || name == "eta_init") {
-      const std::int64_t H = t.dim(1), ND = t.dim(2) * t.dim(3);
-      s = Tensor<double>({1, 1, t.dim(2), t.dim(3)}, 0.0);
-      std::copy_n(t.data.begin() + (b * H + h) * ND, ND, s.data.begin());
-    } else {
-      const std::int64_t T = t.dim(1), H = t.dim(2), F = t.dim(3);
-      s = Tensor<double>({1, T, 1, F}, 0.0);
-      for (std::int64_t i = 0; i < T; ++i)
-        std::copy_n(t.data.begin() + ((b * T + i) * H + h) * F, F, s.data.begin() + i * F);
-    }
-    out[name] = std::move(s);
-  }
-  return out;
-}
-
-// The cases in parallel, and each case's heads as separate units (the MPFR
-// oracle and the error model dominate the time and run per head anyway: the
-// heads of kla_kalman are independent, and the error model is per output row),
-// reported in order. `split`: one unit per (b, h) instead of one per case.
 void check_cases(const std::vector<VectorCase>& cases, std::uint64_t seed, bool split = false) {
-  const LayerEntry& e = find_layer("kla_kalman");
-  struct Unit {
-    std::string name;
-    TensorMap<double> in;
-    Config cfg;
-  };
-  std::vector<Unit> units;
-  for (const VectorCase& c : cases) {
-    const TensorMap<double> in = generate_inputs(e.spec, c, seed);
-    const Config cfg = Config::make(e.spec, c.config);
-    const std::int64_t B = in.at("q").dim(0), H = in.at("q").dim(2);
-    if (!split) {
-      units.push_back({c.name, in, cfg});
-      continue;
-    }
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t h = 0; h < H; ++h) units.push_back({fmt::format("{}_b{}h{}", c.name, b, h), slice_head(in, b, h), cfg});
-  }
-  std::vector<std::vector<GateCheck>> results(units.size());
-  std::vector<std::string> errors(units.size());
-  std::vector<std::thread> pool;
-  for (std::size_t i = 0; i < units.size(); ++i)
-    pool.emplace_back([&, i] {
-      try {
-        cuda::UnitOptions uo;
-        uo.cross = true;
-        results[i] = cuda::check_inputs(e, units[i].in, units[i].cfg, units[i].name, seed, uo);
-      } catch (const std::exception& ex) {
-        errors[i] = ex.what();
-      }
-    });
-  for (auto& t : pool) t.join();
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    ASSERT_TRUE(errors[i].empty()) << units[i].name << ": " << errors[i];
-    report(results[i]);
-    expect_pass(results[i]);
-    EXPECT_EQ(results[i].size(), 6u);  // {bf16, fp32} × {chunk, recurrent, chunk-vs-recurrent}
-  }
+  test::check_cases(find_layer("kla_kalman"), cases, seed, split);
 }
 
 TEST(CudaKla, TinySuitePassesTheGate) {
@@ -157,7 +91,7 @@ TEST(CudaKla, FullGpuBatchIsPerHeadExactAndDeterministic) {
         EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
             << cuda::kernel_name(k) << " " << tier_name(dtype) << " " << name << ": repeated run differs";
       for (auto [b, h] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {3, 17}, {7, 31}}) {
-        const TensorMap<double> one = slice_head(in, b, h);
+        const TensorMap<double> one = test::slice_head(e.spec, in, b, h);
         const auto alone = cuda::run("kla_kalman", k, dtype, one, cfg);
         for (const char* name : {"o", "o_var"}) {
           const Tensor<double>& all = first.at(name);
