@@ -10,10 +10,6 @@
 
 #ifdef TTR_WITH_CUDA
 #include "gpu/api.hpp"
-#include "oracles/layers/precond_common.hpp"
-#include "reference/core/policy.hpp"
-#include "reference/family/atk_chunk.hpp"
-#include "reference/family/l2norm.hpp"
 #endif
 
 namespace ttr::cuda {
@@ -74,6 +70,8 @@ float bf16_value(std::uint16_t b) {
 }
 
 int pad16(std::int64_t x) { return static_cast<int>((x + 15) / 16 * 16); }
+
+gpu::DType dtype_of(bool bf16) { return bf16 ? gpu::DType::bf16 : gpu::DType::fp32; }
 
 // A [rows, F] fp32 tensor (rows = everything before the last axis) padded with
 // zeros to [rows, Fp] and uploaded as the dtype. Zero padding is exact for the
@@ -219,18 +217,9 @@ TensorMap<double> run_gka(Kernel kernel, bool bf16, const TensorMap<double>& in,
   const int Kp = pad16(K), Vp = pad16(V);
   if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
   const std::int64_t rows = B * T * H, BH = B * H;
-  std::vector<float> qf = to_float(q), kf = to_float(in.at("k"));
-  if (cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel")) {
-    // As the CPU forms: narrow to the dtype, normalise in fp32 (the kernel narrows the result).
-    for (std::vector<float>* x : {&qf, &kf}) {
-      if (bf16)
-        for (float& e : *x) e = bf16_value(bf16_bits(e));
-      Tensor<float> t({B, T, H, K}, 0.0f);
-      t.data = *x;
-      *x = l2normalize_rows(t, 1e-6f).data;
-    }
-  }
-  gpu::DeviceBuffer dq = upload(qf, rows, K, Kp, bf16), dk = upload(kf, rows, K, Kp, bf16);
+  gpu::DeviceBuffer dq = upload(to_float(q), rows, K, Kp, bf16), dk = upload(to_float(in.at("k")), rows, K, Kp, bf16);
+  if (cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel"))
+    for (gpu::DeviceBuffer* x : {&dq, &dk}) gpu::l2norm_rows(dtype_of(bf16), x->get(), x->get(), nullptr, rows, Kp, 1e-6f);
   gpu::DeviceBuffer dv = upload(to_float(in.at("v")), rows, V, Vp, bf16);
   gpu::DeviceBuffer dg = upload_fp32(to_float(in.at("g"))), dbeta, dalpha, dh0, dhkk0;
   gpu::GkaArgs a;
@@ -312,44 +301,48 @@ TensorMap<double> run(const std::string& layer, Kernel kernel, Tier dtype, const
       for (float& e : x) e = bf16_value(bf16_bits(e));
     return x;
   };
-  std::vector<float> qf = activation("q"), kf = activation("k"), vf = activation("v"), bf = activation("beta");
+  const std::vector<float> qf = activation("q"), kf = activation("k"), vf = activation("v"), bf = activation("beta");
   const bool precond = layer == "precond_gated_delta_rule";
-  // use_qk_l2norm_in_kernel: done here in fp32 on the stored q, k (the CPU chunk
-  // form's order: narrow, then normalise in acc; the kernel narrows the result).
-  const bool l2 = cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel");
-  auto as_tensor = [&](const std::vector<float>& x, std::int64_t F) {
-    Tensor<float> t({B, T, H, F}, 0.0f);
-    t.data = x;
-    return t;
-  };
-  if (l2) {
-    qf = l2normalize_rows(as_tensor(qf, K), 1e-6f).data;
-    kf = l2normalize_rows(as_tensor(kf, K), 1e-6f).data;
-  }
-  std::vector<float> k_tilde, A_final;
-  if (precond) {
-    // The diagonal preconditioner (PDN §3.3; reference/family/atk_chunk.hpp) in
-    // fp32 on the host: an elementwise prefix recurrence, not a kernel here yet.
-    TensorMap<float> fin;
-    for (const auto& [name, t] : in) {
-      Tensor<float> f(t.shape, 0.0f);
-      f.data = to_float(t);
-      fin[name] = std::move(f);
-    }
-    const Tensor<float> kt = as_tensor(kf, K);
-    const layers::PrecondArgs<float> p = layers::precond_args(fin, cfg, kt);
-    Tensor<float> kt_out, a_out;
-    const auto a0 = fin.find("initial_A_state");
-    atk_write_keys_chunk<ExactPolicy<float>>(kt, fin.at("g_atk"), fin.at("beta_atk"), p.center,
-                                             a0 == fin.end() ? nullptr : &a0->second, p.log_x, p.eps, 64, kt_out,
-                                             a_out);
-    k_tilde = kt_out.data;
-    A_final = a_out.data;
-  }
   gpu::DeviceBuffer dq = upload(qf, rows, K, Kp, bf16), dk = upload(kf, rows, K, Kp, bf16);
   gpu::DeviceBuffer dv = upload(vf, rows, V, Vp, bf16), dbeta = upload(bf, rows, 1, 1, bf16);
-  gpu::DeviceBuffer dw, dg, dh0;
-  if (precond) dw = upload(k_tilde, rows, K, Kp, bf16);
+  // use_qk_l2norm_in_kernel on the device (the CPU chunk form's order: narrow,
+  // normalise in fp32, narrow); PGDN's preconditioner reads the fp32 key.
+  gpu::DeviceBuffer dk32;
+  const bool l2 = cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel");
+  if (l2) {
+    if (precond) dk32 = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * Kp * 4);
+    gpu::l2norm_rows(dtype_of(bf16), dq.get(), dq.get(), nullptr, rows, Kp, 1e-6f);
+    gpu::l2norm_rows(dtype_of(bf16), dk.get(), dk.get(), static_cast<float*>(dk32.get()), rows, Kp, 1e-6f);
+  }
+  gpu::DeviceBuffer dw, dg, dh0, dA, datk_g, datk_b, dA0, dcenter;
+  if (precond) {
+    // The diagonal preconditioner (PDN §3.3) on the device, in fp32 (gpu/family/atk_chunk.cu).
+    gpu::AtkArgs p;
+    p.B = static_cast<int>(B), p.T = static_cast<int>(T), p.H = static_cast<int>(H), p.K = Kp;
+    p.key_dtype = l2 ? gpu::DType::fp32 : dtype_of(bf16);
+    p.k = l2 ? dk32.get() : dk.get();
+    datk_g = upload(to_float(in.at("g_atk")), rows, 1, 1, false);
+    datk_b = upload(to_float(in.at("beta_atk")), rows, 1, 1, false);
+    p.g_atk = static_cast<const float*>(datk_g.get()), p.beta_atk = static_cast<const float*>(datk_b.get());
+    if (const auto a0 = in.find("initial_A_state"); a0 != in.end()) {
+      dA0 = upload(to_float(a0->second), BH, K, Kp, false);
+      p.A0 = static_cast<const float*>(dA0.get());
+    }
+    const auto c = in.find("log_atk_scale");
+    const std::vector<float> center =
+        c != in.end() ? to_float(c->second)
+                      : std::vector<float>(static_cast<std::size_t>(H), static_cast<float>(cfg.number("log_atk_scale")));
+    dcenter = upload(center, H, 1, 1, false);
+    p.center = static_cast<const float*>(dcenter.get());
+    p.log_x = std::log(static_cast<float>(cfg.number("x")));
+    p.eps = static_cast<float>(cfg.number("eps"));
+    p.dtype = dtype_of(bf16);
+    dw = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * Kp * (bf16 ? 2 : 4));
+    dA = gpu::DeviceBuffer(static_cast<std::size_t>(BH) * Kp * 4);
+    if (opt.poison) dw.fill_bytes(0xFF), dA.fill_bytes(0xFF);
+    p.k_tilde = dw.get(), p.A_final = static_cast<float*>(dA.get());
+    gpu::atk_write_keys(p);
+  }
   gpu::DeviceBuffer dout(static_cast<std::size_t>(rows) * Vp * (bf16 ? 2 : 4));
   gpu::DeviceBuffer dht(static_cast<std::size_t>(BH) * Kp * Vp * 4);
   gpu::DeltaArgs a;
@@ -398,9 +391,9 @@ TensorMap<double> run(const std::string& layer, Kernel kernel, Tier dtype, const
     for (std::int64_t i = 0; i < K; ++i)
       for (std::int64_t j = 0; j < V; ++j) ht.data[(b * K + i) * V + j] = hs[(b * Kp + i) * Vp + j];
   if (precond) {
-    Tensor<double>& af = out["final_A_state"];
-    af = Tensor<double>({B, H, K}, 0.0);
-    for (std::size_t i = 0; i < A_final.size(); ++i) af.data[i] = A_final[i];
+    std::vector<float> af(static_cast<std::size_t>(BH) * Kp);
+    dA.download(af.data(), af.size() * 4);
+    out["final_A_state"] = as_double(unpad_state(af, BH, 1, static_cast<int>(K), 1, Kp), {B, H, K});
   }
   return out;
 }

@@ -62,12 +62,44 @@ void delta_chunk_forward(const DeltaArgs& a);
 // Fused recurrent forward: the GPU's own sequential form (state in registers).
 void delta_recurrent_forward(const DeltaArgs& a);
 
+// Row-wise L2 normalisation as FLA's use_qk_l2norm_in_kernel (reference/family/
+// l2norm.hpp): y = x / sqrt(‖x‖² + eps), computed in fp32 from x as stored (`dtype`),
+// written in `dtype` to y and, when y_fp32 is given, in fp32 there too (PGDN's
+// preconditioner reads the normalised key before it is narrowed). x == y is allowed.
+void l2norm_rows(DType dtype, const void* x, void* y, float* y_fp32, std::int64_t rows, int F, float eps,
+                 void* stream = nullptr);
+
+// PGDN's diagonal preconditioner (PDN §3.3, eq. (9) as FLA computes it;
+// reference/family/atk_chunk.hpp), chunkwise (64):
+//   A_t = e^{g_atk,t} A_{t−1} + β_atk,t (k_t ⊙ k_t),  r_t = log(A_t + eps) − c_h,
+//   k̃_t = exp(−log(x) · r_t/(1 + |r_t|)) ⊙ k_t   (B_t ∈ [1/x, x]),
+// all in fp32; k̃ written in `dtype` (the chunk kernel's write key w), the final A fp32.
+struct AtkArgs {
+  int B = 0, T = 0, H = 0, K = 0;
+  DType key_dtype = DType::fp32;  // how k is stored (fp32: e.g. l2norm_rows' y_fp32)
+  const void* k = nullptr;        // [B,T,H,K]
+  const float* g_atk = nullptr;   // [B,T,H]
+  const float* beta_atk = nullptr;
+  const float* A0 = nullptr;      // optional [B,H,K]
+  const float* center = nullptr;  // [H]: c per head (log_atk_scale)
+  float log_x = 0.405465108f;     // log(1.5)
+  float eps = 1e-6f;
+  DType dtype = DType::bf16;      // of k_tilde
+  void* k_tilde = nullptr;        // [B,T,H,K]
+  float* A_final = nullptr;       // optional [B,H,K]
+  void* stream = nullptr;
+};
+void atk_write_keys(const AtkArgs& a);
+
 // The layers, as thin bindings of the family kernels (gpu/<layer>/).
 void gated_delta_rule_chunk(DeltaArgs a);            // Decay::scalar
 void delta_rule_chunk(DeltaArgs a);                  // Decay::none
 void kda_chunk(DeltaArgs a);                         // Decay::per_key
 void kaczmarz_delta_rule_chunk(DeltaArgs a, float eps);  // scalar decay, β/(‖k‖²+eps)
 void precond_gated_delta_rule_chunk(DeltaArgs a, const void* k_tilde);  // write key k̃
+// The same with k̃ computed on the device from a.k (atk_write_keys: p.k, p.K, p.dtype
+// and the shapes are taken from `a`; p.A_final optional).
+void precond_gated_delta_rule_chunk(DeltaArgs a, AtkArgs p);
 
 // Kalman linear attention (KLA-K §4; LAYERS.md `kla_kalman`), per slot (n, d):
 //   φ = k_n² λv_d;  Λ_t = Λ_{t−1}/(ā² + p̄Λ_{t−1}) + φ;  η_t = ā/(ā² + p̄Λ_{t−1}) η_{t−1} + k_n λv_d v_d;
