@@ -67,9 +67,25 @@ inline void mca_seed(std::uint64_t seed, double u_op, McaFormat op_format, doubl
   }
 }
 
-// x·(1 + u·ξ), ξ uniform in [−1, 1) from xoroshiro128+; zeros, non-finite
-// values and values representable in the format are left alone (rounding to
-// nearest does not move them).
+// The format's smallest normal number: below it the format's numbers are
+// evenly spaced (gradual underflow), so rounding to nearest moves a value by at
+// most half that spacing, u·min_normal — an absolute bound, where the relative
+// u|x| would claim ever more precision for ever smaller values (a kernel's
+// e^{b_t} with b_t < −87 in fp32, or a product that small stored in bf16, keeps
+// only the bits above 2^-149, resp. 2^-133). 0 for McaFormat::any.
+inline double mca_min_normal(McaFormat f) {
+  switch (f) {
+    case McaFormat::fp32:
+    case McaFormat::bf16: return 0x1p-126;
+    case McaFormat::fp16: return 0x1p-14;
+    default: return 0.0;
+  }
+}
+
+// x·(1 + u·ξ), ξ uniform in [−1, 1) from xoroshiro128+, or x + u·ξ·min_normal in
+// the format's subnormal range (above); zeros, non-finite values and values
+// representable in the format are left alone (rounding to nearest does not move
+// them).
 inline double mca_perturb(double x, double u, McaFormat f) {
   if (u == 0.0 || x == 0.0 || !std::isfinite(x) || mca_representable(x, f)) return x;
   McaContext& c = mca_context();
@@ -80,6 +96,8 @@ inline double mca_perturb(double x, double u, McaFormat f) {
   c.s[0] = ((s0 << 24) | (s0 >> 40)) ^ s1 ^ (s1 << 16);
   c.s[1] = (s1 << 37) | (s1 >> 27);
   const double xi = static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0;  // [−1, 1)
+  const double m = mca_min_normal(f);
+  if (std::fabs(x) < m) return x + u * xi * m;
   return x * (1.0 + u * xi);
 }
 
