@@ -9,7 +9,9 @@
 // One block per (b, h), a thread per coordinate d, chunks in order; the 64×64
 // factors e^{b_t − b_s} are formed once per chunk in shared memory and read by
 // every thread as a broadcast; each thread keeps its column β_s k_s,d² of the
-// chunk in registers and sums s ascending, as the CPU form's product does.
+// chunk in registers and sums s ascending, as the CPU form's product does (the
+// s-loop is unrolled over the whole chunk and predicated, not the t-loop:
+// compile time stays seconds).
 // Everything fp32 (k ⊙ k of a bf16 key is exact in fp32); k̃ stored in the dtype.
 #include <cuda_runtime.h>
 
@@ -55,22 +57,22 @@ __global__ void __launch_bounds__(kMaxK) atk_kernel(AtkArgs a) {
     }
     __syncthreads();
     if (d >= K) continue;
-    float kd[kChunk], k2[kChunk];
+    float k2[kChunk];
 #pragma unroll
     for (int s = 0; s < kChunk; ++s) {
-      kd[s] = s < c ? Elem<EK>::to_float(k[(row0 + static_cast<std::int64_t>(s) * a.H) * K + d]) : 0.0f;
-      k2[s] = bet[s] * (kd[s] * kd[s]);
+      const float kd = s < c ? Elem<EK>::to_float(k[(row0 + static_cast<std::int64_t>(s) * a.H) * K + d]) : 0.0f;
+      k2[s] = bet[s] * (kd * kd);
     }
-#pragma unroll
-    for (int t = 0; t < kChunk; ++t) {
-      if (t >= c) break;
+    for (int t = 0; t < c; ++t) {
       float m = 0.0f;
 #pragma unroll
-      for (int s = 0; s <= t; ++s) m = fmaf(decay[t][s], k2[s], m);
+      for (int s = 0; s < kChunk; ++s)  // s ≤ t only, in order; unrolled so k2 stays in registers
+        if (s <= t) m = fmaf(decay[t][s], k2[s], m);
       const float At = m + expf(b[t]) * state;
       const float r = logf(At + a.eps) - center;
       const float sq = r / (1.0f + fabsf(r));
-      kt[(row0 + static_cast<std::int64_t>(t) * a.H) * K + d] = Elem<E>::from_float(expf(-(a.log_x * sq)) * kd[t]);
+      const std::int64_t i = (row0 + static_cast<std::int64_t>(t) * a.H) * K + d;
+      kt[i] = Elem<E>::from_float(expf(-(a.log_x * sq)) * Elem<EK>::to_float(k[i]));
       if (t == c - 1) state = At;  // the chunk-boundary state
     }
   }
