@@ -11,6 +11,8 @@ namespace ttr::gpu {
 void validate(const DeltaArgs& a) {
   auto fail = [](const std::string& m) { throw std::invalid_argument("gpu delta kernel: " + m); };
   if (a.B < 1 || a.T < 1 || a.H < 1) fail("B, T and H must be at least 1");
+  if (static_cast<long long>(a.B) * a.H > 65535)
+    fail("B·H = " + std::to_string(static_cast<long long>(a.B) * a.H) + " (the launch grids take at most 65535 heads)");
   for (auto [name, x] : {std::pair{"K", a.K}, std::pair{"V", a.V}})
     if (x < 16 || x > 128 || x % 16 != 0)
       fail(std::string(name) + " = " + std::to_string(x) + " (need a multiple of 16 in [16, 128])");
@@ -21,6 +23,8 @@ void validate(const DeltaArgs& a) {
 void validate(const GkaArgs& a) {
   auto fail = [](const std::string& m) { throw std::invalid_argument("gpu gka kernel: " + m); };
   if (a.B < 1 || a.T < 1 || a.H < 1) fail("B, T and H must be at least 1");
+  if (static_cast<long long>(a.B) * a.H > 65535)
+    fail("B·H = " + std::to_string(static_cast<long long>(a.B) * a.H) + " (the launch grids take at most 65535 heads)");
   for (auto [name, x] : {std::pair{"K", a.K}, std::pair{"V", a.V}})
     if (x < 16 || x > 128 || x % 16 != 0)
       fail(std::string(name) + " = " + std::to_string(x) + " (need a multiple of 16 in [16, 128])");

@@ -51,7 +51,7 @@ struct DeltaArgs {
   void* stream = nullptr;      // cudaStream_t (nullptr: the legacy default stream)
 };
 
-// Shapes the kernels accept: K, V multiples of 16 in [16, 128], T ≥ 1.
+// Shapes the kernels accept: K, V multiples of 16 in [16, 128], T ≥ 1, B·H ≤ 65535.
 // Throws std::invalid_argument naming the offending field otherwise.
 void validate(const DeltaArgs& a);
 
@@ -167,7 +167,7 @@ struct GkaArgs {
   float omega0 = 2.0f;
   void* stream = nullptr;
 };
-// Shapes the kernels accept: K, V multiples of 16 in [16, 128], T ≥ 1, iters ≥ 0,
+// Shapes the kernels accept: K, V multiples of 16 in [16, 128], T ≥ 1, B·H ≤ 65535, iters ≥ 0,
 // a > 0 (or a fixed λ > 0). Throws std::invalid_argument naming the field.
 void validate(const GkaArgs& a);
 // Chunkwise forward, chunk 64 (GKA §4.2; gpu/gka/chunk.cu): state pass, per-chunk
