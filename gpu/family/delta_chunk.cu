@@ -20,6 +20,12 @@
 // chunk"); every product accumulates in fp32 (tensor cores for bf16, FMA for fp32).
 // Per-key decay (KDA) cannot be factored without e^{+b}, so A and the score
 // matrix are then formed pair by pair in fp32, as the reference does.
+//
+// Two implementations of the stages: the generic kernels below (WMMA/FMA
+// block_gemm on shared-memory tiles) serve fp32; bf16 runs the kernels of
+// delta_chunk_bf16.cuh (raw mma.sync fragments in registers, the state pass's S
+// held in accumulators across chunks, one output block per chunk and head), the
+// same arithmetic at the same narrowing points, only faster.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,10 +37,12 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/mma.cuh"
+#include "gpu/core/mma_sync.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/tile.cuh"
 
@@ -409,6 +417,8 @@ std::size_t output_smem(const Shape& s, int bv) {
          tile_bytes<float>(kChunk, s.Kg);
 }
 
+#include "gpu/family/delta_chunk_bf16.cuh"
+
 // ---------------------------------------------------------------- host side
 int max_smem_optin() {
   int device = 0, bytes = 0;
@@ -437,6 +447,47 @@ void set_smem(Kern kernel, std::size_t bytes) {
   if (std::find(done.begin(), done.end(), key) != done.end()) return;
   TTR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
   done.push_back(key);
+}
+
+// The bf16 stages (delta_chunk_bf16.cuh). State-pass tiles of 16 columns:
+// B·H·V/16 blocks (256 at B = 4, H = 8, V = 128, two per multiprocessor, whose
+// sequential chains hide each other's latency); TTR_GPU_STATE_BV=32 (V a
+// multiple of 32) halves the blocks and the redundant W reads (benchmark aid).
+template <Decay D, class Mark>
+void launch_bf16(const DeltaArgs& a, const Shape& s, unsigned BH, const Work& work, cudaStream_t stream, Mark&& mark) {
+  using bf16 = __nv_bfloat16;
+  const auto* q = static_cast<const bf16*>(a.q);
+  const auto* k = static_cast<const bf16*>(a.k);
+  const auto* w = static_cast<const bf16*>(a.w);
+  const auto* v = static_cast<const bf16*>(a.v);
+  const auto* beta = static_cast<const bf16*>(a.beta);
+  const std::size_t sm1 = bf16k::ut_smem(s, w != nullptr);
+  set_smem(bf16k::ut_transform<D>, sm1);
+  bf16k::ut_transform<D><<<dim3(s.NT, BH), kThreads, sm1, stream>>>(s, k, w, v, beta, a.g, a.kaczmarz,
+                                                                     a.kaczmarz_eps, work);
+  TTR_CUDA_CHECK_LAUNCH("ut_transform_kernel");
+  mark(1);
+  static const bool wide = [] {
+    const char* e = std::getenv("TTR_GPU_STATE_BV");
+    return e && std::string(e) == "32";
+  }();
+  if (wide && a.V % 32 == 0) {
+    const std::size_t sm2 = bf16k::state_smem<D>(s, 32);
+    set_smem(bf16k::state_pass<D, 32>, sm2);
+    bf16k::state_pass<D, 32><<<dim3(a.V / 32, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+  } else {
+    const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
+    set_smem(bf16k::state_pass<D, 16>, sm2);
+    bf16k::state_pass<D, 16><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+  }
+  TTR_CUDA_CHECK_LAUNCH("state_pass_kernel");
+  mark(2);
+  const std::size_t sm3 = bf16k::output_smem(s);
+  set_smem(bf16k::output<D>, sm3);
+  bf16k::output<D><<<dim3(s.NT, BH), kThreads, sm3, stream>>>(s, q, w ? w : k, a.scale, static_cast<bf16*>(a.o),
+                                                              work);
+  TTR_CUDA_CHECK_LAUNCH("output_kernel");
+  mark(3);
 }
 
 template <class E, Decay D>
@@ -476,31 +527,35 @@ void launch(const DeltaArgs& a) {
   };
   try {
     mark(0);
-    const std::size_t sm1 = ut_smem<E>(s, w != nullptr);
-    set_smem(ut_transform_kernel<E, D>, sm1);
-    ut_transform_kernel<E, D><<<dim3(s.NT, static_cast<unsigned>(BH)), kThreads, sm1, stream>>>(
-        s, k, w, v, beta, a.g, a.kaczmarz, a.kaczmarz_eps, work);
-    TTR_CUDA_CHECK_LAUNCH("ut_transform_kernel");
-    mark(1);
-    // V tiles of 16 columns in the state pass: B·H·V/16 blocks (256 at the
-    // benchmark's B = 4, H = 8, V = 128: two sequential chains per multiprocessor
-    // hide each other's latency), double-buffered where shared memory allows.
-    const int bv2 = 16;
-    const int smem_max = max_smem_optin();
-    const int stages = state_smem<E>(s, bv2, 2) <= static_cast<std::size_t>(smem_max) ? 2 : 1;
-    const std::size_t sm2 = state_smem<E>(s, bv2, stages);
-    set_smem(state_pass_kernel<E, D>, sm2);
-    state_pass_kernel<E, D><<<dim3(a.V / bv2, static_cast<unsigned>(BH)), kThreads, sm2, stream>>>(
-        s, bv2, stages, a.h0, a.ht, work);
-    TTR_CUDA_CHECK_LAUNCH("state_pass_kernel");
-    mark(2);
-    const int bv3 = a.V % 64 == 0 ? 64 : (a.V % 32 == 0 ? 32 : 16);
-    const std::size_t sm3 = output_smem<E>(s, bv3);
-    set_smem(output_kernel<E, D>, sm3);
-    output_kernel<E, D><<<dim3(s.NT, a.V / bv3, static_cast<unsigned>(BH)), kThreads, sm3, stream>>>(
-        s, bv3, q, wkey, a.scale, static_cast<E*>(a.o), work);
-    TTR_CUDA_CHECK_LAUNCH("output_kernel");
-    mark(3);
+    if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+      launch_bf16<D>(a, s, static_cast<unsigned>(BH), work, stream, mark);
+    } else {
+      const std::size_t sm1 = ut_smem<E>(s, w != nullptr);
+      set_smem(ut_transform_kernel<E, D>, sm1);
+      ut_transform_kernel<E, D><<<dim3(s.NT, static_cast<unsigned>(BH)), kThreads, sm1, stream>>>(
+          s, k, w, v, beta, a.g, a.kaczmarz, a.kaczmarz_eps, work);
+      TTR_CUDA_CHECK_LAUNCH("ut_transform_kernel");
+      mark(1);
+      // V tiles of 16 columns in the state pass: B·H·V/16 blocks (256 at the
+      // benchmark's B = 4, H = 8, V = 128: two sequential chains per multiprocessor
+      // hide each other's latency), double-buffered where shared memory allows.
+      const int bv2 = 16;
+      const int smem_max = max_smem_optin();
+      const int stages = state_smem<E>(s, bv2, 2) <= static_cast<std::size_t>(smem_max) ? 2 : 1;
+      const std::size_t sm2 = state_smem<E>(s, bv2, stages);
+      set_smem(state_pass_kernel<E, D>, sm2);
+      state_pass_kernel<E, D><<<dim3(a.V / bv2, static_cast<unsigned>(BH)), kThreads, sm2, stream>>>(
+          s, bv2, stages, a.h0, a.ht, work);
+      TTR_CUDA_CHECK_LAUNCH("state_pass_kernel");
+      mark(2);
+      const int bv3 = a.V % 64 == 0 ? 64 : (a.V % 32 == 0 ? 32 : 16);
+      const std::size_t sm3 = output_smem<E>(s, bv3);
+      set_smem(output_kernel<E, D>, sm3);
+      output_kernel<E, D><<<dim3(s.NT, a.V / bv3, static_cast<unsigned>(BH)), kThreads, sm3, stream>>>(
+          s, bv3, q, wkey, a.scale, static_cast<E*>(a.o), work);
+      TTR_CUDA_CHECK_LAUNCH("output_kernel");
+      mark(3);
+    }
   } catch (...) {
     (void)cudaFreeAsync(ws, stream);
     throw;
