@@ -28,19 +28,14 @@
 // same arithmetic at the same narrowing points, only faster.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <mutex>
-#include <utility>
-#include <vector>
-#include <cstdio>
 #include <cstdlib>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
+#include "gpu/core/launch.cuh"
 #include "gpu/core/mma.cuh"
 #include "gpu/core/mma_sync.cuh"
 #include "gpu/core/numeric.cuh"
@@ -420,33 +415,9 @@ std::size_t output_smem(const Shape& s, int bv) {
 #include "gpu/family/delta_chunk_bf16.cuh"
 
 // ---------------------------------------------------------------- host side
-int max_smem_optin() {
-  int device = 0, bytes = 0;
-  TTR_CUDA_CHECK(cudaGetDevice(&device));
-  TTR_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return bytes;
-}
-
-// Raise a kernel's dynamic shared-memory limit to the device's opt-in maximum,
-// once per kernel and device. Setting it per launch to that launch's size races
-// when host threads launch the same kernel with different shapes (one thread
-// lowers the limit under another's launch: cudaErrorLaunchOutOfResources, seen
-// under compute-sanitizer with the tests' threads).
 template <class Kern>
 void set_smem(Kern kernel, std::size_t bytes) {
-  const int limit = max_smem_optin();
-  if (bytes > static_cast<std::size_t>(limit))
-    throw std::invalid_argument("gpu delta kernel: needs " + std::to_string(bytes) + " bytes of shared memory, the device has " +
-                                std::to_string(limit));
-  static std::mutex m;
-  static std::vector<std::pair<const void*, int>> done;
-  const std::lock_guard<std::mutex> lock(m);
-  int device = 0;
-  TTR_CUDA_CHECK(cudaGetDevice(&device));
-  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel), device};
-  if (std::find(done.begin(), done.end(), key) != done.end()) return;
-  TTR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
-  done.push_back(key);
+  allow_smem(kernel, bytes, "gpu delta kernel");
 }
 
 // The bf16 stages (delta_chunk_bf16.cuh). State-pass tiles of 16 columns:
@@ -516,15 +487,9 @@ void launch(const DeltaArgs& a) {
   const E* v = static_cast<const E*>(a.v);
   const E* beta = static_cast<const E*>(a.beta);
   const E* wkey = w ? w : k;
-  // TTR_GPU_STAGE_TIMING=1: time each stage with events and print to stderr
-  // (benchmarking aid; synchronises the stream).
-  static const bool timing = std::getenv("TTR_GPU_STAGE_TIMING") != nullptr;
-  cudaEvent_t ev[4] = {};
-  if (timing)
-    for (auto& e : ev) TTR_CUDA_CHECK(cudaEventCreate(&e));
-  auto mark = [&](int i) {
-    if (timing) TTR_CUDA_CHECK(cudaEventRecord(ev[i], stream));
-  };
+  // TTR_GPU_STAGE_TIMING=1: per-stage event times on stderr (benchmarking aid).
+  StageTimer timer(stream, {"ut_transform", "state_pass", "output"});
+  auto mark = [&](int i) { timer.mark(static_cast<std::size_t>(i)); };
   try {
     mark(0);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {
@@ -561,13 +526,7 @@ void launch(const DeltaArgs& a) {
     throw;
   }
   TTR_CUDA_CHECK(cudaFreeAsync(ws, stream));
-  if (timing) {
-    TTR_CUDA_CHECK(cudaEventSynchronize(ev[3]));
-    float ms[3];
-    for (int i = 0; i < 3; ++i) TTR_CUDA_CHECK(cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]));
-    std::fprintf(stderr, "stage ms: ut_transform %.4f state_pass %.4f output %.4f\n", ms[0], ms[1], ms[2]);
-    for (auto& e : ev) TTR_CUDA_CHECK(cudaEventDestroy(e));
-  }
+  timer.print();
 }
 
 template <class E>
