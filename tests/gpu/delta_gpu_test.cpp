@@ -123,46 +123,15 @@ TEST(CudaDelta, WrongOutputFailsTheComparison) {
 }
 
 // B·H = 512 heads (every multiprocessor busy in every stage): sampled heads equal
-// the same head run alone, bit for bit (no cross-block interference), those
-// single-head runs pass the oracle, and a repeated run is bit-identical.
+// the same head run alone bit for bit, those single-head runs pass the oracle, and
+// a repeated run is bit-identical (test::check_full_batch).
 TEST(CudaDelta, FullGpuBatchIsPerHeadExactAndDeterministic) {
   TTR_REQUIRE_DEVICE();
-  const LayerEntry& e = find_layer("gated_delta_rule");
   Regime states;
   states.optional_inputs = true;
-  const VectorCase big{"fill", "", dims(8, 300, 64, 64, 64), states, {}};
-  const TensorMap<double> in = generate_inputs(e.spec, big, 31);
-  const Config cfg = Config::make(e.spec, big.config);
-  for (Tier dtype : {Tier::bf16, Tier::fp32})
-    for (cuda::Kernel k : {cuda::Kernel::chunk, cuda::Kernel::recurrent}) {
-      const auto first = cuda::run("gated_delta_rule", k, dtype, in, cfg);
-      const auto again = cuda::run("gated_delta_rule", k, dtype, in, cfg);
-      for (const auto& [name, t] : first)
-        EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
-            << cuda::kernel_name(k) << " " << tier_name(dtype) << " " << name << ": repeated run differs";
-      for (auto [b, h] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {3, 17}, {7, 63}}) {
-        const TensorMap<double> one = test::slice_head(e.spec, in, b, h);
-        const auto alone = cuda::run("gated_delta_rule", k, dtype, one, cfg);
-        const Tensor<double>& o_all = first.at("o");
-        const Tensor<double>& o_one = alone.at("o");
-        const std::int64_t T = o_all.dim(1), H = o_all.dim(2), V = o_all.dim(3);
-        std::int64_t diff = 0;
-        for (std::int64_t t = 0; t < T; ++t)
-          for (std::int64_t j = 0; j < V; ++j)
-            diff += o_all.data[((b * T + t) * H + h) * V + j] != o_one.data[t * V + j];
-        EXPECT_EQ(diff, 0) << cuda::kernel_name(k) << " " << tier_name(dtype) << " head (" << b << "," << h
-                           << ") differs from the same head run alone";
-        if (k == cuda::Kernel::chunk) {
-          const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, one, cfg).values;
-          ModelSpec ms;
-          ms.chunk_size = cuda::kChunkSize;
-          ms.dtype = dtype;
-          const CheckResult r = compare(e.spec, oracle, model_errors(e, one, cfg, oracle, ms), alone);
-          report({GateCheck{fmt::format("gated_delta_rule/cuda-chunk/{}/fill_head_{}_{}/31", tier_name(dtype), b, h), r}});
-          EXPECT_TRUE(r.pass);
-        }
-      }
-    }
+  const std::vector<test::Head> heads = {{0, 0}, {3, 17}, {7, 63}};
+  test::check_full_batch(find_layer("gated_delta_rule"), {"fill", "", dims(8, 300, 64, 64, 64), states, {}}, 31,
+                         heads, heads);
 }
 
 }  // namespace

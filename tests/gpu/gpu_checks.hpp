@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fmt/format.h>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cuda_gate/gate.hpp"
@@ -60,31 +62,93 @@ inline void expect_pass(const std::vector<GateCheck>& checks) {
 }
 
 
-// Head (b, h) of a layer's inputs: every axis the spec names "B" or "H" is cut
-// to that index (per-token [B,T,H,...], states [B,H,...], per-head parameters [H,...]).
+// Head (b, h) of a tensor whose axes are named `dims` (a layer spec's names):
+// every axis named "B" or "H" is cut to that index (per-token [B,T,H,...], states
+// [B,H,...], per-head parameters [H,...]).
+inline Tensor<double> slice_bh(const Tensor<double>& t, const std::vector<std::string>& dims, std::int64_t b,
+                               std::int64_t h) {
+  Shape sh = t.shape;
+  for (std::size_t d = 0; d < sh.size(); ++d)
+    if (dims[d] == "B" || dims[d] == "H") sh[d] = 1;
+  Tensor<double> s(sh, 0.0);
+  std::vector<std::int64_t> idx(sh.size(), 0);
+  for (double& e : s.data) {
+    std::int64_t flat = 0;
+    for (std::size_t d = 0; d < sh.size(); ++d)
+      flat = flat * t.shape[d] + (dims[d] == "B" ? b : dims[d] == "H" ? h : idx[d]);
+    e = t.data[flat];
+    for (std::size_t d = sh.size(); d-- > 0;) {
+      if (++idx[d] < sh[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return s;
+}
+
+// Head (b, h) of a layer's inputs.
 inline TensorMap<double> slice_head(const LayerSpec& spec, const TensorMap<double>& in, std::int64_t b,
                                     std::int64_t h) {
   TensorMap<double> out;
-  for (const auto& [name, t] : in) {
-    const std::vector<std::string>& dims = spec.input(name)->dims;
-    Shape sh = t.shape;
-    for (std::size_t d = 0; d < sh.size(); ++d)
-      if (dims[d] == "B" || dims[d] == "H") sh[d] = 1;
-    Tensor<double> s(sh, 0.0);
-    std::vector<std::int64_t> idx(sh.size(), 0);
-    for (double& e : s.data) {
-      std::int64_t flat = 0;
-      for (std::size_t d = 0; d < sh.size(); ++d)
-        flat = flat * t.shape[d] + (dims[d] == "B" ? b : dims[d] == "H" ? h : idx[d]);
-      e = t.data[flat];
-      for (std::size_t d = sh.size(); d-- > 0;) {
-        if (++idx[d] < sh[d]) break;
-        idx[d] = 0;
+  for (const auto& [name, t] : in) out[name] = slice_bh(t, spec.input(name)->dims, b, h);
+  return out;
+}
+
+using Head = std::pair<std::int64_t, std::int64_t>;
+
+// A batch that fills the GPU against single heads, for every kernel × dtype: a
+// repeated run is bit-identical, and every output of each sampled head equals,
+// bit for bit, the same head run alone (no cross-block interference). The
+// single-head chunk runs of `oracle_heads` (a subset of `heads`) must pass the
+// oracle under the chunk model; those checks run in parallel.
+inline void check_full_batch(const LayerEntry& e, const VectorCase& big, std::uint64_t seed,
+                             const std::vector<Head>& heads, const std::vector<Head>& oracle_heads) {
+  const TensorMap<double> in = generate_inputs(e.spec, big, seed);
+  const Config cfg = Config::make(e.spec, big.config);
+  struct OracleCheck {
+    std::string id;
+    TensorMap<double> in, cand;
+    Tier dtype;
+    CheckResult result;
+  };
+  std::vector<OracleCheck> checks;
+  for (Tier dtype : {Tier::bf16, Tier::fp32})
+    for (cuda::Kernel k : {cuda::Kernel::chunk, cuda::Kernel::recurrent}) {
+      const std::string what = fmt::format("{} {}", cuda::kernel_name(k), tier_name(dtype));
+      const auto first = cuda::run(e.spec.name, k, dtype, in, cfg);
+      const auto again = cuda::run(e.spec.name, k, dtype, in, cfg);
+      for (const auto& [name, t] : first)
+        EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
+            << what << " " << name << ": repeated run differs";
+      for (const auto& [b, h] : heads) {
+        TensorMap<double> one = slice_head(e.spec, in, b, h);
+        auto alone = cuda::run(e.spec.name, k, dtype, one, cfg);
+        for (const auto& [name, t] : alone) {
+          const Tensor<double> part = slice_bh(first.at(name), e.spec.output(name)->dims, b, h);
+          std::int64_t diff = 0;
+          for (std::size_t i = 0; i < t.data.size(); ++i) diff += t.data[i] != part.data[i];
+          EXPECT_EQ(diff, 0) << what << " " << name << " head (" << b << "," << h
+                             << ") differs from the same head run alone";
+        }
+        if (k == cuda::Kernel::chunk && std::find(oracle_heads.begin(), oracle_heads.end(), Head{b, h}) != oracle_heads.end())
+          checks.push_back({fmt::format("{}/cuda-chunk/{}/fill_head_{}_{}/{}", e.spec.name, tier_name(dtype), b, h, seed),
+                            std::move(one), std::move(alone), dtype, {}});
       }
     }
-    out[name] = std::move(s);
+  std::vector<std::thread> pool;
+  for (OracleCheck& c : checks)
+    pool.emplace_back([&e, &cfg, &c] {
+      const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, c.in, cfg).values;
+      ModelSpec ms;
+      ms.chunk_size = cuda::kChunkSize;
+      ms.dtype = c.dtype;
+      c.result = compare(e.spec, oracle, model_errors(e, c.in, cfg, oracle, ms), c.cand);
+    });
+  for (auto& t : pool) t.join();
+  for (const OracleCheck& c : checks) {
+    report({GateCheck{c.id, c.result}});
+    EXPECT_TRUE(c.result.pass) << c.id;
   }
-  return out;
+  EXPECT_EQ(checks.size(), 2 * oracle_heads.size());
 }
 
 // A layer's cases through cuda::check_inputs (chunk, recurrent and chunk vs

@@ -73,48 +73,15 @@ TEST(CudaKla, WrongOutputFailsTheComparison) {
 }
 
 // B·H = 256 heads × 3 chunks × 2 column tiles: sampled heads equal the same head
-// run alone bit for bit (no cross-block interference), the single-head chunk
-// runs pass the oracle, and a repeated run is bit-identical.
+// run alone bit for bit, the single-head chunk runs pass the oracle, and a repeated
+// run is bit-identical (test::check_full_batch).
 TEST(CudaKla, FullGpuBatchIsPerHeadExactAndDeterministic) {
   TTR_REQUIRE_DEVICE();
-  const LayerEntry& e = find_layer("kla_kalman");
   Regime states;
   states.optional_inputs = true;
-  const VectorCase big{"fill", "", dims(8, 150, 32, 16, 96), states, {}};
-  const TensorMap<double> in = generate_inputs(e.spec, big, 51);
-  const Config cfg = Config::make(e.spec, big.config);
-  for (Tier dtype : {Tier::bf16, Tier::fp32})
-    for (cuda::Kernel k : {cuda::Kernel::chunk, cuda::Kernel::recurrent}) {
-      const auto first = cuda::run("kla_kalman", k, dtype, in, cfg);
-      const auto again = cuda::run("kla_kalman", k, dtype, in, cfg);
-      for (const auto& [name, t] : first)
-        EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
-            << cuda::kernel_name(k) << " " << tier_name(dtype) << " " << name << ": repeated run differs";
-      for (auto [b, h] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {3, 17}, {7, 31}}) {
-        const TensorMap<double> one = test::slice_head(e.spec, in, b, h);
-        const auto alone = cuda::run("kla_kalman", k, dtype, one, cfg);
-        for (const char* name : {"o", "o_var"}) {
-          const Tensor<double>& all = first.at(name);
-          const Tensor<double>& single = alone.at(name);
-          const std::int64_t T = all.dim(1), H = all.dim(2), D = all.dim(3);
-          std::int64_t diff = 0;
-          for (std::int64_t t = 0; t < T; ++t)
-            for (std::int64_t j = 0; j < D; ++j)
-              diff += all.data[((b * T + t) * H + h) * D + j] != single.data[t * D + j];
-          EXPECT_EQ(diff, 0) << cuda::kernel_name(k) << " " << tier_name(dtype) << " " << name << " head (" << b
-                             << "," << h << ") differs from the same head run alone";
-        }
-        if (k == cuda::Kernel::chunk) {
-          const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, one, cfg).values;
-          ModelSpec ms;
-          ms.chunk_size = cuda::kChunkSize;
-          ms.dtype = dtype;
-          const CheckResult r = compare(e.spec, oracle, model_errors(e, one, cfg, oracle, ms), alone);
-          report({GateCheck{fmt::format("kla_kalman/cuda-chunk/{}/fill_head_{}_{}/51", tier_name(dtype), b, h), r}});
-          EXPECT_TRUE(r.pass);
-        }
-      }
-    }
+  const std::vector<test::Head> heads = {{0, 0}, {3, 17}, {7, 31}};
+  test::check_full_batch(find_layer("kla_kalman"), {"fill", "", dims(8, 150, 32, 16, 96), states, {}}, 51, heads,
+                         heads);
 }
 
 }  // namespace
