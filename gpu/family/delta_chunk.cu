@@ -60,6 +60,37 @@ struct Work {  // stage intermediates, per (b, h) contiguous
   void* WD;    // E [BH][Tp][K]      write keys decayed to the chunk end, narrow(w ⊙ e^{b_last − b})
 };
 
+// T = (I + A)⁻¹ for a strictly lower triangular 64×64 fp32 A in shared memory
+// (leading dimension lda), by forward substitution, one column per group of 4
+// threads (256 threads): column j of T solves (I + A) x = e_j,
+// x_t = [t = j] − Σ_{s<t} A_ts x_s (x_s = 0 for s < j, so the formula needs no case
+// for t < j). The columns are independent; the 4 threads split the sum over
+// s ≡ part (mod 4), and each keeps its x_s in registers (t and the slot are
+// compile-time after unrolling), so only A is read from shared memory, ~t/4 loads
+// per step. store(t, j, x) receives every entry of T, from one thread each.
+template <class Store>
+__device__ inline void unit_lower_inverse(const float* A, int lda, Store&& store) {
+  const int j = threadIdx.x / 4, part = threadIdx.x % 4;
+  float xs[kChunk / 4];
+#pragma unroll
+  for (int i = 0; i < kChunk / 4; ++i) xs[i] = 0.0f;
+#pragma unroll
+  for (int t = 0; t < kChunk; ++t) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < (t + 3) / 4; ++i) {
+      const int s2 = part + 4 * i;
+      const float a = A[t * lda + min(s2, kChunk - 1)];
+      acc = fmaf(s2 < t ? a : 0.0f, xs[i], acc);
+    }
+    acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+    acc += __shfl_xor_sync(0xffffffffu, acc, 2);
+    const float x = (t == j ? 1.0f : 0.0f) - acc;
+    if (part == (t & 3)) xs[t >> 2] = x;
+    if (part == 0) store(t, j, x);
+  }
+}
+
 // ---------------------------------------------------------------- stage 1
 template <class E, Decay D>
 __global__ void __launch_bounds__(kThreads) ut_transform_kernel(Shape s, const E* __restrict__ k,
@@ -139,33 +170,7 @@ __global__ void __launch_bounds__(kThreads) ut_transform_kernel(Shape s, const E
     A[t * lda + j] = a;
   }
   __syncthreads();
-  // T = (I + A)⁻¹ by forward substitution, one column per group of 4 threads:
-  // column j of T solves (I + A) x = e_j, x_t = [t = j] − Σ_{s<t} A_ts x_s
-  // (x_s = 0 for s < j, so the formula needs no case for t < j). The columns are
-  // independent; the 4 threads split the sum over s ≡ part (mod 4), and each
-  // keeps its x_s in registers (t and the slot are compile-time after
-  // unrolling), so only A is read from shared memory, ~t/4 loads per step.
-  {
-    const int j = threadIdx.x / 4, part = threadIdx.x % 4;
-    float xs[kChunk / 4];
-#pragma unroll
-    for (int i = 0; i < kChunk / 4; ++i) xs[i] = 0.0f;
-#pragma unroll
-    for (int t = 0; t < kChunk; ++t) {
-      float acc = 0.0f;
-#pragma unroll
-      for (int i = 0; i < (t + 3) / 4; ++i) {
-        const int s2 = part + 4 * i;
-        const float a = A[t * lda + min(s2, kChunk - 1)];
-        acc = fmaf(s2 < t ? a : 0.0f, xs[i], acc);
-      }
-      acc += __shfl_xor_sync(0xffffffffu, acc, 1);
-      acc += __shfl_xor_sync(0xffffffffu, acc, 2);
-      const float x = (t == j ? 1.0f : 0.0f) - acc;
-      if (part == (t & 3)) xs[t >> 2] = x;
-      if (part == 0) Tf[t * lda + j] = x;
-    }
-  }
+  unit_lower_inverse(A, lda, [&](int t, int j, float x) { Tf[t * lda + j] = x; });
   __syncthreads();
   // The narrowed inverse (FLA's solve_tril output, k.dtype), and the operands
   // β ⊙ K ⊙ e^{b} (the decayed key narrowed, then β times it narrowed) and β ⊙ V,

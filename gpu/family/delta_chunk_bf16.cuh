@@ -157,29 +157,8 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
         x = unpack_bf16(pack_bf16(x.x * expf(bg[t * ldg + d]), x.y * expf(bg[t * ldg + d + 1])));
       st2(kt + t * ldk + d, pack_bf16(bt[t] * x.x, bt[t] * x.y));
     }
-  // T = (I + A)⁻¹ by forward substitution (as delta_chunk.cu's generic kernel:
-  // a column per 4 threads, x in registers), stored narrowed (FLA's solve_tril).
-  {
-    const int j = threadIdx.x / 4, part = threadIdx.x % 4;
-    float xs[kChunk / 4];
-#pragma unroll
-    for (int i = 0; i < kChunk / 4; ++i) xs[i] = 0.0f;
-#pragma unroll
-    for (int t = 0; t < kChunk; ++t) {
-      float acc = 0.0f;
-#pragma unroll
-      for (int i = 0; i < (t + 3) / 4; ++i) {
-        const int s2 = part + 4 * i;
-        const float a = A[t * lda + min(s2, kChunk - 1)];
-        acc = fmaf(s2 < t ? a : 0.0f, xs[i], acc);
-      }
-      acc += __shfl_xor_sync(0xffffffffu, acc, 1);
-      acc += __shfl_xor_sync(0xffffffffu, acc, 2);
-      const float x = (t == j ? 1.0f : 0.0f) - acc;
-      if (part == (t & 3)) xs[t >> 2] = x;
-      if (part == 0) tn[t * ldc + j] = __float2bfloat16_rn(x);
-    }
-  }
+  // T = (I + A)⁻¹ (delta_chunk.cu: unit_lower_inverse), stored narrowed (FLA's solve_tril).
+  unit_lower_inverse(A, lda, [&](int t, int j, float x) { tn[t * ldc + j] = __float2bfloat16_rn(x); });
   __syncthreads();
   // W = T (β ⊙ K ⊙ e^{b}),  U = T (β ⊙ V), stored narrowed (FLA's w, u). T is unit
   // lower triangular: k-steps past the warp's row strip are exact zeros.
