@@ -1,8 +1,9 @@
-// `ttrcheck check`: someone's outputs against the oracle under the error model
-// (oracles/error_model.hpp). Exit 0 pass, 1 fail, 2 bad usage or input. Every
+// `ttrcheck check`: someone's outputs judged against the oracle under the error
+// model (gate/judge.hpp). Exit 0 pass, 1 fail, 2 bad usage or input. Every
 // file is validated before the oracle is computed, and reports are written only
 // once everything succeeded (docs/reports.md).
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,17 +12,16 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "oracles/error.hpp"
-#include "oracles/error_model.hpp"
+#include "gate/judge.hpp"
 #include "oracles/oracle.hpp"
-#include "oracles/report.hpp"
+#include "gate/report.hpp"
 
 namespace ttr::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The oracle `check` computes: the sequential definition in MPFR-256, the same
-// call `ttrcheck oracle` makes, so a stored default oracle gives identical numbers.
+// The precision of the oracle `check` computes (that of `ttrcheck oracle`'s default).
 constexpr unsigned kOracleBits = 256;
 
 Tier parse_kernel_dtype(const std::string& s) {
@@ -137,19 +137,6 @@ TensorMap<double> load_oracle(const std::string& path, const LayerSpec& spec, co
   return out;
 }
 
-TensorMap<double> compute_oracle_values(const LoadedInputs& in) {
-  OracleOptions opt;
-  opt.form = Form::sequential;
-  opt.bits = kOracleBits;
-  const io::TensorFile f = compute_oracle(*in.layer, in.inputs, in.config, opt, in.file.metadata);
-  TensorMap<double> out;
-  for (const auto& [name, raw] : f.tensors) {
-    out[name] = Tensor<double>{raw.shape, 0.0};
-    out[name].data = io::to_f64(raw, name);
-  }
-  return out;
-}
-
 }  // namespace
 
 Command add_check(CLI::App& app) {
@@ -172,11 +159,12 @@ Command add_check(CLI::App& app) {
                                      "chunk|scan|sequential (default: chunk if the layer has it, else sequential)");
   cmd->add_option("--chunk-size", o->chunk_size, "the kernel's chunk size C")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--samples", o->samples, "Monte Carlo arithmetic runs of the model")->check(CLI::Range(1, 100000));
-  cmd->add_option("--seed", o->seed, "seed of the model's perturbations (same seed: identical report)");
+  cmd->add_option("--seed", o->seed, "seed of the model's perturbations (same seed: identical report)")
+      ->check(seed_validator());
   add_set_option(*cmd, o->sets);
   return [o]() {
-    if (!o->report.empty()) check_writable(o->report);
-    if (!o->junit.empty()) check_writable(o->junit);
+    check_outputs({{"--in", o->in}, {"--candidate", o->candidate}, {"--oracle", o->oracle}},
+                  {{"--report", o->report}, {"--junit", o->junit}});
     const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
     const LayerSpec& spec = in.layer->spec;
     ModelSpec ms;
@@ -190,11 +178,12 @@ Command add_check(CLI::App& app) {
     ms.chunk_size = o->chunk_size;
     ms.samples = o->samples;
     ms.seed = o->seed;
-    const TensorMap<double> oracle =
-        o->oracle.empty() ? compute_oracle_values(in) : load_oracle(o->oracle, spec, in.config, shapes, in, o->in);
-
-    const ErrorModel model = model_errors(*in.layer, in.inputs.tensors, in.config, oracle, ms);
-    const CheckResult result = compare(spec, oracle, model, candidate);
+    // The oracle: a stored one, or the sequential definition in MPFR-256 (the call
+    // `ttrcheck oracle` makes, so a stored default oracle gives identical numbers).
+    std::optional<Judge> judge;
+    if (o->oracle.empty()) judge.emplace(*in.layer, in.inputs.tensors, in.config, Arith{Tier::mpfr, kOracleBits});
+    else judge.emplace(*in.layer, in.inputs.tensors, in.config, load_oracle(o->oracle, spec, in.config, shapes, in, o->in));
+    const CheckResult result = (*judge)(candidate, ms);
     const std::vector<NamedCheck> checks = {{check_id(result, case_name(in, o->in)), result}};
 
     if (!o->report.empty()) write_report(o->report, report_json("check", checks));

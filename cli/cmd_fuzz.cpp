@@ -1,4 +1,4 @@
-// `ttrcheck fuzz`: a campaign against a kernel (oracles/fuzz/campaign.hpp,
+// `ttrcheck fuzz`: a campaign against a kernel (fuzz/campaign.hpp,
 // docs/fuzzing.md). Exit 0 when no kernel failure was found, 1 when one was
 // (a non-finite output where the oracle is finite, or an error ratio above the
 // gate's threshold), 2 for bad usage. Every option is validated and the output
@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
-#include "cuda_gate/fuzz_target.hpp"
+#include "cli/common.hpp"
 #include "oracles/error.hpp"
-#include "oracles/fuzz/reproducer.hpp"
-#include "oracles/mutants.hpp"
+#include "fuzz/reproducer.hpp"
+#include "gate/mutants.hpp"
 
 namespace ttr::cli {
 
@@ -32,7 +32,8 @@ Command add_fuzz(CLI::App& app) {
   cmd->add_option("--target", o->target, "kernel under test: cpu:bf16|cpu:fp32|cuda:bf16|cuda:fp32")->required();
   cmd->add_option("--form", o->form, "chunk|scan|sequential (default: chunk if the layer has it, else scan)");
   cmd->add_option("--budget", o->budget, "when to stop: 500cases (deterministic) or 90s, 10m, 2h")->required();
-  cmd->add_option("--seed", o->seed, "campaign seed (same seed and case budget: identical findings and files)");
+  cmd->add_option("--seed", o->seed, "campaign seed (same seed and case budget: identical findings and files)")
+      ->check(seed_validator());
   cmd->add_option("--out", o->out, "directory for reproducers and campaign.json (created; default fuzz-out)");
   cmd->add_option("--objective", o->objective, "nan: non-finite outputs; ratio: the largest error ratio");
   cmd->add_option("--mutant", o->mutant, "run the CPU kernel with a catalogued bug (`ttrcheck mutants`)");
@@ -48,7 +49,7 @@ Command add_fuzz(CLI::App& app) {
     const LayerEntry& layer = find_layer(o->layer);
     const fuzz::TargetSpec ts = fuzz::parse_target(o->target);
     // The CUDA chunk kernels have one chunk size: default to it.
-    if (ts.backend == fuzz::Backend::cuda && chunk_opt->count() == 0) o->chunk_size = 64;
+    if (ts.backend == Backend::cuda && chunk_opt->count() == 0) o->chunk_size = 64;
     Form form;
     if (!o->form.empty()) form = parse_form(o->form);
     else form = layer.has_form(Form::chunk) ? Form::chunk : layer.has_form(Form::scan) ? Form::scan : Form::sequential;
@@ -61,9 +62,7 @@ Command add_fuzz(CLI::App& app) {
     opt.max_findings = o->max_findings;
     opt.minimise = !o->no_minimise;
     const Mutant mutant = parse_mutant(o->mutant);
-    const auto target = ts.backend == fuzz::Backend::cuda
-                            ? cuda::make_fuzz_target(ts, layer, form, o->chunk_size, mutant)
-                            : fuzz::make_target(ts, layer, form, o->chunk_size, mutant);
+    const auto target = fuzz::make_target(ts, layer, form, o->chunk_size, mutant);
     const fs::path dir(o->out);
     std::error_code ec;
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))

@@ -1,4 +1,4 @@
-// `ttrcheck gate`: the built-in suite (oracles/gate.hpp) on the built-in kernels
+// `ttrcheck gate`: the built-in suite (gate/gate.hpp) on the built-in kernels
 // — the CPU chunk and scan forms in bf16 and fp32 policy — with one verdict
 // line per (layer, form, dtype), a report directory (report.json, junit.xml),
 // and exit 1 when any check fails. The README's main command.
@@ -12,9 +12,8 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "oracles/error.hpp"
-#include "oracles/gate.hpp"
-#include "oracles/report.hpp"
-#include "cuda_gate/gate.hpp"
+#include "gate/gate.hpp"
+#include "gate/report.hpp"
 
 namespace ttr::cli {
 namespace {
@@ -67,7 +66,7 @@ Command add_gate(CLI::App& app) {
   cmd->add_option("--suite", o->gate.suite, "default|full");
   cmd->add_option("--layer", o->gate.layers, "only these layers (repeatable)");
   cmd->add_option("--case", o->gate.cases, "only these cases of the suite (repeatable)");
-  cmd->add_option("--seed", o->gate.seed, "first seed");
+  cmd->add_option("--seed", o->gate.seed, "first seed")->check(seed_validator());
   cmd->add_option("--seeds", o->gate.seeds, "seeds per case (default: the suite's)")->check(CLI::Range(1, 100000));
   cmd->add_option("--threads", o->gate.threads, "worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--samples", o->gate.samples, "Monte Carlo arithmetic runs per model")->check(CLI::Range(2, 1000));
@@ -84,6 +83,7 @@ Command add_gate(CLI::App& app) {
     // Usage errors and an unwritable report directory are found before the
     // suite runs rather than after it.
     validate_gate_options(o->gate);
+    check_outputs({}, {}, {{"--out", o->out}});
     std::error_code ec;
     std::filesystem::create_directories(o->out, ec);
     if (ec) throw InputError(fmt::format("{}: cannot create the report directory: {}", o->out, ec.message()));
@@ -97,22 +97,19 @@ Command add_gate(CLI::App& app) {
       };
     GateResult r;
     if (!o->cuda_only) r = run_gate(o->gate);
-    // The CUDA target: the kernels of gpu/ on the device, against the same oracle
-    // and error model (cuda_gate/gate.hpp). Without a device it is reported as
-    // skipped and leaves the exit code alone.
+    // The CUDA target: the kernels of gpu/ on the device, judged against the same
+    // oracle and error model (gate/kernel_checks.hpp). Without a device it is
+    // reported as skipped and leaves the exit code alone.
     GateResult rc;
     std::string cuda_line;
     if (o->no_cuda) cuda_line = "skipped: --no-cuda";
     else if (o->gate.criterion != Criterion::model) cuda_line = "skipped: runs under the model criterion only";
     else if (!o->gate.mutant.empty()) cuda_line = "skipped: mutants are planted in the CPU kernels";
     else {
-      const cuda::GateReport cr = cuda::run_gate(o->gate);
-      if (!cr.status.usable()) cuda_line = cr.status.reason();
-      else {
-        rc.checks = cr.checks;
-        rc.pass = cr.pass;
-        cuda_line = fmt::format("{} checks on {}", cr.checks.size(), cr.status.device);
-      }
+      GateOptions g = o->gate;
+      g.backend = Backend::cuda;
+      rc = run_gate(g);
+      cuda_line = rc.skipped.empty() ? fmt::format("{} checks on {}", rc.checks.size(), rc.device) : rc.skipped;
     }
     const double threshold = o->gate.criterion == Criterion::model ? kRatioThreshold : 1.0;
     fmt::print("gate: suite {}, criterion {}{}\n\n", o->gate.suite, o->criterion,

@@ -22,11 +22,26 @@ nlohmann::json tensor_json(const TensorSpec& t) {
   return {{"name", t.name}, {"dims", t.dims}, {"required", t.required}, {"range", t.range.str()}, {"doc", t.doc}};
 }
 
+// What a layer is implemented by: forms per direction, kernels per backend
+// (the declaration in oracles/layers/layers.def).
+std::vector<std::string> implementations(const LayerEntry& e) {
+  std::vector<std::string> out;
+  for (Direction d : {Direction::forward, Direction::backward})
+    for (Form f : e.form_list(d)) out.push_back(fmt::format("cpu {} {}", form_name(f), direction_name(d)));
+  for (const KernelImpl& k : e.kernels) out.push_back(fmt::format("{} {}", k.name(), direction_name(k.direction)));
+  return out;
+}
+
 nlohmann::json layer_json(const LayerEntry& e) {
   const LayerSpec& s = e.spec;
   nlohmann::json j{{"name", s.name}, {"summary", s.summary}, {"recurrence", s.recurrence},
                    {"equations", s.equations}, {"notes", s.notes}};
-  for (const auto& t : s.inputs) j["inputs"].push_back(tensor_json(t));
+  for (const auto& t : s.inputs) {
+    nlohmann::json ti = tensor_json(t);
+    ti["differentiable"] = t.differentiable;
+    if (!t.differentiable) ti["not_differentiable_why"] = t.not_differentiable_why;
+    j["inputs"].push_back(ti);
+  }
   for (const auto& t : s.outputs) j["outputs"].push_back(tensor_json(t));
   j["config"] = nlohmann::json::array();
   for (const auto& k : s.config) {
@@ -36,7 +51,10 @@ nlohmann::json layer_json(const LayerEntry& e) {
     if (!k.choices.empty()) c["choices"] = k.choices;
     j["config"].push_back(c);
   }
-  for (const auto& [f, _] : e.forms) j["forms"].push_back(form_name(f));
+  j["forms"] = nlohmann::json::array();
+  for (Form f : e.form_list()) j["forms"].push_back(form_name(f));
+  j["family"] = s.family;
+  j["implementations"] = implementations(e);
   return j;
 }
 
@@ -45,8 +63,8 @@ void print_layer(const LayerEntry& e) {
   fmt::print("{}  —  {}\n  {}\n", s.name, s.summary, s.recurrence);
   fmt::print("  inputs:\n");
   for (const auto& t : s.inputs)
-    fmt::print("    {:<16} [{}]{}  {}; values {}\n", t.name, fmt::join(t.dims, ","), t.required ? "" : " (optional)",
-               t.doc, t.range.str());
+    fmt::print("    {:<16} [{}]{}  {}; values {}{}\n", t.name, fmt::join(t.dims, ","), t.required ? "" : " (optional)",
+               t.doc, t.range.str(), t.differentiable ? "" : "; not differentiable: " + t.not_differentiable_why);
   fmt::print("  outputs:\n");
   for (const auto& t : s.outputs) fmt::print("    {:<16} [{}]  {}\n", t.name, fmt::join(t.dims, ","), t.doc);
   if (!s.config.empty()) fmt::print("  config (--set key=value):\n");
@@ -57,8 +75,9 @@ void print_layer(const LayerEntry& e) {
     fmt::print("    {:<24} {} ({}; {})  {}\n", k.name, key_type(k.type), dflt, dom, k.doc);
   }
   std::string forms;
-  for (const auto& [f, _] : e.forms) forms += (forms.empty() ? "" : ", ") + std::string(form_name(f));
-  fmt::print("  forms: {}\n  equations: {}\n", forms, fmt::join(s.equations, "; "));
+  for (Form f : e.form_list()) forms += (forms.empty() ? "" : ", ") + std::string(form_name(f));
+  fmt::print("  forms: {}\n  implemented by: {}\n  equations: {}\n", forms, fmt::join(implementations(e), "; "),
+             fmt::join(s.equations, "; "));
   for (const auto& n : s.notes) fmt::print("  note: {}\n", n);
   fmt::print("\n");
 }

@@ -1,11 +1,11 @@
-// `ttrcheck mutants [--json]`: the mutant catalogue (oracles/mutants.hpp) — the
+// `ttrcheck mutants [--json]`: the mutant catalogue (gate/mutants.hpp) — the
 // realistic bugs `ttrcheck run --mutant NAME` injects into the chunk and scan
 // forms, the (layer, form) pairs each affects and what it needs to bite.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "oracles/mutants.hpp"
+#include "gate/mutants.hpp"
 
 namespace ttr::cli {
 namespace {

@@ -6,9 +6,9 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "oracles/error.hpp"
-#include "oracles/mutants.hpp"
+#include "gate/mutants.hpp"
 #include "oracles/oracle.hpp"
-#include "cuda_gate/runner.hpp"
+#include "gpu/binding/device.hpp"
 
 namespace ttr::cli {
 namespace {
@@ -42,7 +42,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--mutant", o->mutant, "inject a catalogued bug into the chunk/scan form (`ttrcheck mutants`)");
   cmd->add_option("--device", o->device,
                   "cpu | cuda: the CUDA kernels of gpu/ (--form chunk: the chunk kernel, chunk size 64; "
-                  "--form sequential: the fused-recurrent kernel; --arith bf16|fp32)");
+                  "--form sequential: the sequential (FLA: fused_recurrent) kernel; --arith bf16|fp32)");
   add_set_option(*cmd, o->sets);
   return [o]() {
     if (o->device != "cpu" && o->device != "cuda")
@@ -53,30 +53,33 @@ Command add_run(CLI::App& app) {
     const Mutant mutant = parse_mutant(o->mutant);
     if (mutant != Mutant::none && form == Form::sequential)
       throw InputError(fmt::format("--mutant {}: the sequential form is never mutated (use --form chunk|scan)", o->mutant));
-    check_writable(o->out);
+    check_outputs({{"--in", o->in}}, {{"--out", o->out}});
     const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
     if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form))
       fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {}: the output is unmutated\n",
                  o->mutant, in.layer->spec.name, form_name(form));
     if (o->device == "cuda") {
       if (mutant != Mutant::none) throw InputError("--mutant: mutants are planted in the CPU kernels, not --device cuda");
-      if (form == Form::scan) throw InputError("--device cuda runs --form chunk or sequential (fused recurrent)");
+      if (form == Form::scan) throw InputError("--device cuda runs --form chunk or sequential");
       if (arith.tier != Tier::bf16 && arith.tier != Tier::fp32)
         throw InputError(fmt::format("--device cuda runs --arith bf16 or fp32, not {}", o->arith));
-      if (!cuda::has_layer(in.layer->spec.name))
-        throw InputError(fmt::format("--layer {}: no CUDA kernel (these have one: {})", in.layer->spec.name,
-                                     fmt::join(cuda::layers(), ", ")));
+      const KernelImpl* kernel = in.layer->kernel(Backend::cuda, form);
+      if (!kernel) {
+        std::vector<std::string> have;
+        for (const LayerEntry& e : registry())
+          if (e.kernel(Backend::cuda, form)) have.push_back(e.spec.name);
+        throw InputError(fmt::format("--layer {}: no CUDA {} kernel (these have one: {})", in.layer->spec.name,
+                                     form_name(form), fmt::join(have, ", ")));
+      }
       if (o->chunk_size != 64) throw InputError("--device cuda: the CUDA chunk kernels use --chunk-size 64");
-      const cuda::Status st = cuda::status();
+      const device::Status st = device::status();
       if (!st.usable()) throw InputError(fmt::format("--device cuda: {}", st.reason()));
-      const TensorMap<double> values = cuda::run(in.layer->spec.name, form == Form::chunk ? cuda::Kernel::chunk
-                                                                                          : cuda::Kernel::recurrent,
-                                                 arith.tier, in.inputs.tensors, in.config);
+      const TensorMap<double> values = kernel->run(in.inputs.tensors, in.config, arith.tier, {});
       auto meta = base_metadata("run", in.layer->spec, in.config);
       meta["form"] = form_name(form);
       meta["precision"] = arith_name(arith);
       meta["device"] = "cuda: " + st.device;
-      meta["kernel"] = cuda::kernel_name(form == Form::chunk ? cuda::Kernel::chunk : cuda::Kernel::recurrent);
+      meta["kernel"] = kernel->name();
       if (form == Form::chunk) meta["chunk_size"] = "64";
       if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;
       io::write_safetensors_atomic(o->out, to_file(values, dtype_for(arith.tier), std::move(meta)));

@@ -59,8 +59,8 @@ void validate(const DeltaArgs& a);
 // state passing over chunks, outputs per chunk). Allocates its workspace on the
 // stream (stream-ordered allocation) and frees it before returning.
 void delta_chunk_forward(const DeltaArgs& a);
-// Fused recurrent forward: the GPU's own sequential form (state in registers).
-void delta_recurrent_forward(const DeltaArgs& a);
+// Sequential forward (FLA: fused_recurrent): one token at a time, state in registers.
+void delta_sequential_forward(const DeltaArgs& a);
 
 // Row-wise L2 normalisation as FLA's use_qk_l2norm_in_kernel (reference/family/
 // l2norm.hpp): y = x / sqrt(‖x‖² + eps), computed in fp32 from x as stored (`dtype`),
@@ -91,15 +91,13 @@ struct AtkArgs {
 };
 void atk_write_keys(const AtkArgs& a);
 
-// The layers, as thin bindings of the family kernels (gpu/<layer>/).
-void gated_delta_rule_chunk(DeltaArgs a);            // Decay::scalar
-void delta_rule_chunk(DeltaArgs a);                  // Decay::none
-void kda_chunk(DeltaArgs a);                         // Decay::per_key
-void kaczmarz_delta_rule_chunk(DeltaArgs a, float eps);  // scalar decay, β/(‖k‖²+eps)
-void precond_gated_delta_rule_chunk(DeltaArgs a, const void* k_tilde);  // write key k̃
+// The preconditioned chunk forward (PGDN/PKDA, PDN eqs. (6), (9)): the chunk
+// kernels with the residual read along k and the write along k̃ = B_t ⊙ k_t, so
+// the UT matrix is the asymmetric tril(Diag(β) [K K̃ᵀ ⊙ Γ], −1); a.decay as given.
+void precond_delta_chunk_forward(DeltaArgs a, const void* k_tilde);
 // The same with k̃ computed on the device from a.k (atk_write_keys: p.k, p.K, p.dtype
 // and the shapes are taken from `a`; p.A_final optional).
-void precond_gated_delta_rule_chunk(DeltaArgs a, AtkArgs p);
+void precond_delta_chunk_forward(DeltaArgs a, AtkArgs p);
 
 // Kalman linear attention (KLA-K §4; LAYERS.md `kla_kalman`), per slot (n, d):
 //   φ = k_n² λv_d;  Λ_t = Λ_{t−1}/(ā² + p̄Λ_{t−1}) + φ;  η_t = ā/(ā² + p̄Λ_{t−1}) η_{t−1} + k_n λv_d v_d;
@@ -132,8 +130,8 @@ void validate(const KlaArgs& a);
 // information-mean scan (gpu/kla_kalman/scan.cu). Five launches; workspace
 // allocated on the stream and freed before returning.
 void kla_kalman_chunk_forward(const KlaArgs& a);
-// The recurrent form, one token at a time (the GPU's own sequential reference).
-void kla_kalman_recurrent_forward(const KlaArgs& a);
+// The sequential form (FLA: fused_recurrent), one token at a time.
+void kla_kalman_sequential_forward(const KlaArgs& a);
 
 // Gated KalmaNet (GKA eqs. (3), (4), (CH), Alg. 1; LAYERS.md `gka`, solver = chebyshev):
 //   H_t = γ_t H_{t−1} + β_t k_t k_tᵀ;  S_t = γ_t S_{t−1} + β_t k_t v_tᵀ;  λ_t = a‖H_t‖_F (or a fixed λ);
@@ -174,8 +172,8 @@ void validate(const GkaArgs& a);
 // Chebyshev solve with H_c ξ from the chunk state plus the chunk's keys and
 // ‖H_c‖_F by eq. (5), readout. Workspace allocated on the stream and freed.
 void gka_chunk_forward(const GkaArgs& a);
-// The recurrent form, one token at a time with H and S in shared memory.
-void gka_recurrent_forward(const GkaArgs& a);
+// The sequential form (FLA: fused_recurrent), one token at a time with H and S in shared memory.
+void gka_sequential_forward(const GkaArgs& a);
 
 // Device queries (no exception when there is no device: returns 0 / empty).
 int device_count();

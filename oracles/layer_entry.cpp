@@ -1,6 +1,7 @@
-// Dispatch on a LayerEntry, apart from the registry's table of every runner
-// (registry.cpp): the structured fuzz harness (fuzz/) builds entries holding only
-// the runners it links.
+// LayerEntry's lookups and run_layer, apart from the registry's table of every
+// runner (registry.cpp): the structured fuzz harness (fuzz/) builds entries
+// holding only the runners it links.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "oracles/error.hpp"
@@ -8,22 +9,67 @@
 
 namespace ttr {
 
-LayerRunner LayerEntry::runner(Form f, Tier t) const {
-  const auto it = forms.find(f);
-  if (it == forms.end()) {
-    std::string have;
-    for (const auto& [form, _] : forms) have += (have.empty() ? "" : ", ") + std::string(form_name(form));
+std::string KernelImpl::name() const { return fmt::format("{}-{}", backend_name(backend), form_name(form)); }
+
+bool LayerEntry::has_form(Form f, Direction d) const {
+  return std::any_of(forms.begin(), forms.end(), [&](const FormImpl& x) { return x.form == f && x.direction == d; });
+}
+
+std::vector<Form> LayerEntry::form_list(Direction d) const {
+  std::vector<Form> out;
+  for (Form f : {Form::sequential, Form::chunk, Form::scan})
+    if (has_form(f, d)) out.push_back(f);
+  return out;
+}
+
+LayerRunner LayerEntry::runner(Form f, Tier t, Direction d) const {
+  for (const FormImpl& x : forms)
+    if (x.form == f && x.direction == d) {
+      if (const LayerRunner r = x.runners[static_cast<std::size_t>(t)]) return r;
+      throw InputError(fmt::format("layer '{}' has no {} runner for its {} {} form", spec.name, tier_name(t),
+                                   form_name(f), direction_name(d)));
+    }
+  std::string have;
+  for (Form g : form_list(d)) have += (have.empty() ? "" : ", ") + std::string(form_name(g));
+  if (d == Direction::forward)
     throw InputError(fmt::format("layer '{}' has no {} form (it has: {})", spec.name, form_name(f), have));
-  }
-  return it->second[static_cast<std::size_t>(t)];
+  throw InputError(fmt::format("layer '{}' has no {} {} form (it has: {})", spec.name, form_name(f),
+                               direction_name(d), have.empty() ? "none yet" : have));
+}
+
+const KernelImpl* LayerEntry::kernel(Backend b, Form f, Direction d) const {
+  for (const KernelImpl& k : kernels)
+    if (k.backend == b && k.form == f && k.direction == d) return &k;
+  return nullptr;
+}
+
+std::vector<const KernelImpl*> LayerEntry::kernel_list(Backend b, Direction d) const {
+  std::vector<const KernelImpl*> out;
+  for (Form f : {Form::chunk, Form::scan, Form::sequential})  // the production algorithm first
+    if (const KernelImpl* k = kernel(b, f, d)) out.push_back(k);
+  return out;
+}
+
+Form parse_form(const std::string& s) {
+  for (Form f : {Form::sequential, Form::chunk, Form::scan})
+    if (s == form_name(f)) return f;
+  // FLA's and the papers' names of the one-token-at-a-time form (docs/architecture.md, "Names").
+  if (s == "fused_recurrent" || s == "recurrent") return Form::sequential;
+  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan)", s));
+}
+
+Direction parse_direction(const std::string& s) {
+  for (Direction d : {Direction::forward, Direction::backward})
+    if (s == direction_name(d)) return d;
+  throw InputError(fmt::format("unknown direction '{}' (forward|backward)", s));
 }
 
 LayerResult run_layer(const LayerEntry& layer, Form form, const Arith& arith, const TensorMap<double>& inputs,
-                      const Config& cfg, int chunk_size) {
-  RunOptions opt;
+                      const Config& cfg, int chunk_size, Direction direction) {
+  FormOptions opt;
   opt.bits = arith.bits;
   opt.chunk_size = chunk_size;
-  return layer.runner(form, arith.tier)(inputs, cfg, opt);
+  return layer.runner(form, arith.tier, direction)(inputs, cfg, opt);
 }
 
 }  // namespace ttr

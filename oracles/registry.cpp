@@ -6,68 +6,95 @@
 
 namespace ttr {
 
-// The runners, one per (layer, form) x tier of tiers.def, defined in the
-// generated TUs (oracles/CMakeLists.txt); the static_assert below keeps the
-// hand-written tier list in step with tiers.def.
+// The declared implementations: CPU runners (one per (layer, form, direction)
+// × tier of tiers.def, defined in the generated TUs, oracles/CMakeLists.txt) and
+// device kernels (defined in gpu/<layer>/binding.cpp).
 namespace runners {
-#define TTR_LAYER(layer)
-#define TTR_LAYER_FORM(layer, form)                                                                  \
-  LayerResult layer##__##form##__fp32(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__fp64(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__bf16(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__fp16(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__mpfr(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__mpfi(const TensorMap<double>&, const Config&, const RunOptions&);  \
-  LayerResult layer##__##form##__mca(const TensorMap<double>&, const Config&, const RunOptions&);
+#define TTR_EACH_TIER                                                                                         \
+  LayerResult fp32(const TensorMap<double>&, const Config&, const FormOptions&);                             \
+  LayerResult fp64(const TensorMap<double>&, const Config&, const FormOptions&);                             \
+  LayerResult bf16(const TensorMap<double>&, const Config&, const FormOptions&);                             \
+  LayerResult fp16(const TensorMap<double>&, const Config&, const FormOptions&);                             \
+  LayerResult mpfr(const TensorMap<double>&, const Config&, const FormOptions&);                             \
+  LayerResult mpfi(const TensorMap<double>&, const Config&, const FormOptions&);                             \
+  LayerResult mca(const TensorMap<double>&, const Config&, const FormOptions&);
+#define TTR_FORM(layer, form, direction) \
+  namespace layer##__##form##__##direction { TTR_EACH_TIER }
 #include "oracles/layers/layers.def"
-#undef TTR_LAYER_FORM
-#undef TTR_LAYER
+#undef TTR_EACH_TIER
 }  // namespace runners
 
-namespace layers {
-#define TTR_LAYER(layer) LayerSpec spec_##layer();
-#define TTR_LAYER_FORM(layer, form)
+namespace kernels {
+#define TTR_KERNEL(layer, backend, form, direction)                                                           \
+  TensorMap<double> layer##__##backend##__##form##__##direction(const TensorMap<double>&, const Config&, Tier, \
+                                                                 const KernelOptions&);
 #include "oracles/layers/layers.def"
-#undef TTR_LAYER
-#undef TTR_LAYER_FORM
+}  // namespace kernels
+
+namespace layers {
+#define TTR_LAYER(layer, family) LayerSpec spec_##layer();
+#include "oracles/layers/layers.def"
 }  // namespace layers
 
 namespace {
 
-constexpr std::size_t tier_count() {
-  std::size_t n = 0;
-#define TTR_TIER(t) ++n;
+// The runner table of a form lists the tiers in tiers.def order; this keeps the
+// hand-written TTR_EACH_TIER above in step with it.
+constexpr bool tiers_match() {
+  const char* listed[] = {"fp32", "fp64", "bf16", "fp16", "mpfr", "mpfi", "mca"};
+  const char* declared[] = {
+#define TTR_TIER(t) #t,
 #include "oracles/tiers.def"
 #undef TTR_TIER
-  return n;
+  };
+  if (std::size(listed) != std::size(declared)) return false;
+  for (std::size_t i = 0; i < std::size(listed); ++i)
+    for (std::size_t c = 0;; ++c) {
+      if (listed[i][c] != declared[i][c]) return false;
+      if (listed[i][c] == 0) break;
+    }
+  return true;
 }
-static_assert(tier_count() == kTierCount, "runner.hpp declares one runner per tier of tiers.def");
+static_assert(tiers_match(), "TTR_EACH_TIER in registry.cpp lists the tiers of tiers.def, in order");
 
-std::vector<LayerEntry> build() {
-  std::vector<LayerEntry> out;
-  std::map<std::string, std::size_t> index;
-#define TTR_LAYER(layer)            \
-  index[#layer] = out.size();       \
-  out.push_back({layers::spec_##layer(), {}});
-#define TTR_LAYER_FORM(layer, form)                                                                         \
-  out[index.at(#layer)].forms[Form::form] = {&runners::layer##__##form##__fp32,                             \
-                                             &runners::layer##__##form##__fp64,                             \
-                                             &runners::layer##__##form##__bf16,                             \
-                                             &runners::layer##__##form##__fp16,                             \
-                                             &runners::layer##__##form##__mpfr,                             \
-                                             &runners::layer##__##form##__mpfi,                             \
-                                             &runners::layer##__##form##__mca};
+std::deque<LayerEntry>& table() {
+  static std::deque<LayerEntry> entries = [] {
+    std::deque<LayerEntry> out;
+    auto entry = [&](const char* name) -> LayerEntry& {
+      for (LayerEntry& e : out)
+        if (e.spec.name == name) return e;
+      throw std::logic_error(fmt::format("layers.def: '{}' used before its TTR_LAYER line", name));
+    };
+#define TTR_LAYER(layer, fam)            \
+  out.push_back({layers::spec_##layer(), {}, {}}); \
+  out.back().spec.family = #fam;
+#define TTR_FORM(layer, form, direction)                                                                     \
+  entry(#layer).forms.push_back({Form::form, Direction::direction,                                           \
+                                 {&runners::layer##__##form##__##direction::fp32,                            \
+                                  &runners::layer##__##form##__##direction::fp64,                            \
+                                  &runners::layer##__##form##__##direction::bf16,                            \
+                                  &runners::layer##__##form##__##direction::fp16,                            \
+                                  &runners::layer##__##form##__##direction::mpfr,                            \
+                                  &runners::layer##__##form##__##direction::mpfi,                            \
+                                  &runners::layer##__##form##__##direction::mca}});
+#define TTR_KERNEL(layer, backend, form, direction)                                                          \
+  entry(#layer).kernels.push_back(                                                                           \
+      {Backend::backend, Form::form, Direction::direction, &kernels::layer##__##backend##__##form##__##direction});
 #include "oracles/layers/layers.def"
-#undef TTR_LAYER
-#undef TTR_LAYER_FORM
-  return out;
+    return out;
+  }();
+  return entries;
 }
 
 }  // namespace
 
-const std::vector<LayerEntry>& registry() {
-  static const std::vector<LayerEntry> r = build();
-  return r;
+const std::deque<LayerEntry>& registry() { return table(); }
+
+const LayerEntry& register_layer(LayerEntry entry) {
+  for (const LayerEntry& e : table())
+    if (e.spec.name == entry.spec.name) throw InputError(fmt::format("layer '{}' is already registered", e.spec.name));
+  table().push_back(std::move(entry));
+  return table().back();
 }
 
 const LayerEntry& find_layer(const std::string& name) {
@@ -79,13 +106,7 @@ const LayerEntry& find_layer(const std::string& name) {
   throw InputError(fmt::format("unknown layer '{}' (known: {})", name, known));
 }
 
-Form parse_form(const std::string& s) {
-  for (Form f : {Form::sequential, Form::chunk, Form::scan})
-    if (s == form_name(f)) return f;
-  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan)", s));
-}
-
-// LayerEntry::runner and run_layer: oracles/layer_entry.cpp (no reference to the
-// runner table, so a program may build its own LayerEntry from a few runners).
+// LayerEntry's methods and run_layer: oracles/layer_entry.cpp (no reference to
+// the runner table, so a program may build its own LayerEntry from a few runners).
 
 }  // namespace ttr

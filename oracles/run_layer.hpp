@@ -14,7 +14,7 @@
 namespace ttr {
 
 template <class T, class Fn>
-LayerResult run_in_tier(const TensorMap<double>& in, const Config& cfg, const RunOptions& opt, Fn&& fn) {
+LayerResult run_in_tier(const TensorMap<double>& in, const Config& cfg, const FormOptions& opt, Fn&& fn) {
   LayerResult r;
   r.working_bits = precision_control<T>::set_bits(opt.bits);
   TensorMap<T> tin, tout;
@@ -65,15 +65,20 @@ struct scan : chunk {};
 
 }  // namespace ttr
 
-// Defines the runner of (layer, form, tier); see the generated TUs (CMake).
-#define TTR_DEFINE_RUNNER(layer, form, tier)                                                          \
-  namespace ttr::runners {                                                                             \
-  LayerResult layer##__##form##__##tier(const TensorMap<double>& in, const Config& cfg,                \
-                                        const RunOptions& opt) {                                       \
-    using S = forms::form::scalar<tiers::tier>;                                                        \
-    return run_in_tier<S>(in, cfg, opt, [](const TensorMap<S>& i, const Config& c, const RunOptions& o,     \
-                                           TensorMap<S>& out) {                                            \
-      layers::layer::template form<forms::form::arg<tiers::tier>>(i, c, o, out);                            \
-    });                                                                                                    \
-  }                                                                                                    \
+// The adapter method of a (form, direction): `chunk` computes the forward
+// outputs, `chunk_backward` the gradients (oracles/layers/<layer>.hpp).
+#define TTR_ADAPTER_METHOD(form, direction) TTR_ADAPTER_METHOD_##direction(form)
+#define TTR_ADAPTER_METHOD_forward(form) form
+#define TTR_ADAPTER_METHOD_backward(form) form##_backward
+
+// Defines the runner of (layer, form, direction, tier); see the generated TUs (CMake).
+#define TTR_DEFINE_RUNNER(layer, form, direction, tier)                                                  \
+  namespace ttr::runners::layer##__##form##__##direction {                                              \
+  LayerResult tier(const TensorMap<double>& in, const Config& cfg, const FormOptions& opt) {             \
+    using S = forms::form::scalar<tiers::tier>;                                                          \
+    return run_in_tier<S>(in, cfg, opt, [](const TensorMap<S>& i, const Config& c, const FormOptions& o, \
+                                           TensorMap<S>& out) {                                          \
+      layers::layer::template TTR_ADAPTER_METHOD(form, direction)<forms::form::arg<tiers::tier>>(i, c, o, out); \
+    });                                                                                                  \
+  }                                                                                                      \
   }

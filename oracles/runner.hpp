@@ -1,6 +1,7 @@
-// The type-erased entry point of a (layer, form, tier): double-valued tensors
-// in, double-valued tensors out. Light: no scalar tier headers, no layer list
-// (the generated runner TUs include this and must not depend on layers.def).
+// The type-erased entry points of the registry: a CPU reference form in one tier
+// (double-valued tensors in, out) and a device kernel (the same, run on the
+// device in a dtype). Light: no scalar tier headers, no layer list (the
+// generated runner TUs include this and must not depend on layers.def).
 #pragma once
 
 #include "oracles/arith.hpp"
@@ -9,7 +10,8 @@
 
 namespace ttr {
 
-struct RunOptions {
+// Options of a CPU reference form (one meaning: how to run the form).
+struct FormOptions {
   unsigned bits = 256;   // MPFR/MPFI requested precision
   int chunk_size = 64;   // chunk forms
 };
@@ -20,7 +22,16 @@ struct LayerResult {
   unsigned working_bits = 0;       // significand bits actually used
 };
 
-using LayerRunner = LayerResult (*)(const TensorMap<double>&, const Config&, const RunOptions&);
+using LayerRunner = LayerResult (*)(const TensorMap<double>&, const Config&, const FormOptions&);
 
+// Options of a device kernel launch (one meaning: how to launch it).
+struct KernelOptions {
+  bool poison = true;  // fill outputs with NaN bytes before the launch (unwritten elements show)
+};
+
+// A device kernel on a layer's inputs: converts them as a model would pass them
+// (activations in `dtype`, gates and states fp32), runs, reads the outputs back
+// as double. InputError for shapes or configs the kernel does not take.
+using KernelRunner = TensorMap<double> (*)(const TensorMap<double>&, const Config&, Tier dtype, const KernelOptions&);
 
 }  // namespace ttr

@@ -22,6 +22,44 @@ const char* form_name(Form f) {
   return "?";
 }
 
+const char* direction_name(Direction d) { return d == Direction::forward ? "forward" : "backward"; }
+
+const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+
+LayerSpec backward_spec(const LayerSpec& fwd) {
+  LayerSpec b = fwd;
+  b.name = fwd.name;
+  b.summary = "gradients of " + fwd.name + ": " + fwd.summary;
+  b.outputs.clear();
+  for (const TensorSpec& out : fwd.outputs) {
+    if (!out.certifiable) continue;  // diagnostics of the arithmetic have no cotangent
+    TensorSpec d = out;
+    d.name = "d" + out.name;
+    d.required = out.name == "o";
+    d.role = Role::value;
+    d.range = Range::any();
+    d.doc = "cotangent of " + out.name + (d.required ? "" : " (absent: zero)");
+    d.symmetric = false;
+    b.inputs.push_back(d);
+  }
+  for (const TensorSpec& in : fwd.inputs) {
+    if (!in.differentiable) continue;
+    TensorSpec d = in;
+    d.name = "d" + in.name;
+    d.required = in.required;
+    d.range = Range::any();
+    d.doc = "gradient of " + in.name + (in.required ? "" : " (when " + in.name + " is given)");
+    d.symmetric = false;
+    b.outputs.push_back(d);
+  }
+  b.step_scales_with_key_energy = fwd.step_scales_with_key_energy;
+  return b;
+}
+
+LayerSpec direction_spec(const LayerSpec& fwd, Direction d) {
+  return d == Direction::forward ? fwd : backward_spec(fwd);
+}
+
 const TensorSpec* LayerSpec::input(const std::string& n) const {
   for (const auto& t : inputs)
     if (t.name == n) return &t;

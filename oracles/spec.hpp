@@ -56,6 +56,11 @@ struct TensorSpec {
   // math (GKA's kappa from float64 eigenvalues, its residual, which is ≈ 2^-p);
   // `oracle --certified` writes no enclosure for them and precision tests skip them.
   bool certifiable = true;
+  // Inputs: whether the backward direction returns a gradient d<name> (every
+  // floating input of today's layers is; an integer or index tensor such as a
+  // varlen `cu_seqlens` is not, and says why).
+  bool differentiable = true;
+  std::string not_differentiable_why = {};
 };
 
 enum class KeyType { number, integer, boolean, choice };
@@ -71,8 +76,19 @@ struct ConfigKey {
   std::optional<std::string> example = std::nullopt;  // what `ttrcheck vectors` sets for a required key
 };
 
+// A form is an algorithm computing the layer (docs/architecture.md, "Names"):
+// `sequential` is the definition, one token at a time (the papers' recurrent
+// form, FLA's fused_recurrent, our CUDA sequential kernels); `chunk` the
+// chunkwise algorithm of production kernels; `scan` an associative scan.
 enum class Form { sequential, chunk, scan };
+// What a form computes: the layer's outputs, or the gradients of its inputs from
+// the cotangents of its outputs (backward_spec).
+enum class Direction { forward, backward };
+// Who runs it: the CPU reference forms (every tier of tiers.def) or a device's kernels.
+enum class Backend { cpu, cuda };
 const char* form_name(Form);
+const char* direction_name(Direction);
+const char* backend_name(Backend);
 
 struct LayerSpec {
   std::string name;
@@ -86,11 +102,23 @@ struct LayerSpec {
   // Delta-rule layers contract only while β_t‖k_t‖² stays in [0, 2] (the write
   // I − β k kᵀ has eigenvalue 1 − β‖k‖²); generators of large keys then shrink β.
   bool step_scales_with_key_energy = false;
+  // Set by the registry from the declaration (layers.def): the layers sharing a
+  // reference core (gated_linear, delta, gka, kalman, sherman_morrison), so that
+  // catalogues and generators select "the delta family" without listing names.
+  std::string family = {};
 
   const TensorSpec* input(const std::string& n) const;
   const TensorSpec* output(const std::string& n) const;
   const ConfigKey* key(const std::string& n) const;
 };
+
+// The backward direction's interface, derived from the forward spec: inputs are
+// the forward inputs plus the cotangent d<out> of every output (`do` required,
+// the others optional), outputs the gradient d<in> of every differentiable
+// input, with the input's dims (FLA's names: dq, dk, dv, dg, dbeta, dh0, ...).
+LayerSpec backward_spec(const LayerSpec& forward);
+// The spec of a direction: the forward spec itself, or backward_spec of it.
+LayerSpec direction_spec(const LayerSpec& forward, Direction d);
 
 // Common pieces, so that every layer states them the same way.
 namespace spec_common {

@@ -63,8 +63,7 @@ const std::vector<std::string>& layers() {
 RC_GTEST_PROP(AllLayers, SameInputsGiveBitIdenticalOutputs, ()) {
   const std::string layer = *gen::choose_uniform(layers());
   const auto c = *gen::layer_case(layer);
-  std::vector<Form> forms;
-  for (const auto& [f, _] : find_layer(layer).forms) forms.push_back(f);
+  const std::vector<Form> forms = find_layer(layer).form_list();
   const Form form = *gen::choose_uniform(forms);
   const Arith a{*gen::choose_uniform<Tier>({Tier::fp64, Tier::fp32, Tier::bf16}), 0};
   RC_TAG(layer, form_name(form), arith_name(a));

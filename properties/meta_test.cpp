@@ -24,7 +24,7 @@
 #include "properties/gen/scalars.hpp"
 #include "properties/gen/shapes.hpp"
 #include "properties/support/run.hpp"
-#include "oracles/mutants.hpp"
+#include "gate/mutants.hpp"
 #include "reference/core/float16.hpp"
 
 namespace ttr::prop {
@@ -245,7 +245,7 @@ TEST(Meta, LayerCasesCoverEveryLayerWithEdges) {
 }
 
 // The equivalence property (chunk/scan form = sequential form) with every bug of
-// the mutant catalogue (oracles/mutants.cpp) switched on in the chunk and scan
+// the mutant catalogue (gate/mutants.cpp) switched on in the chunk and scan
 // forms must be refuted for every (layer, form) the bug targets: the property and
 // its generators find realistic kernel bugs, not only a reversed inequality.
 // Mutants that bite only in 16-bit arithmetic are out of reach of an exact

@@ -56,7 +56,7 @@ gen::LayerCase unit_key_case(const std::string& layer, double beta_max) {
 }
 
 RC_GTEST_PROP(DeltaFamily, NonExpansiveInTheState, ()) {
-  const std::string layer = *gen::choose_uniform<std::string>({"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule"});
+  const std::string layer = *gen::choose_uniform(gen::family_layers("delta", false, true));
   // β ∈ [0, 2] for the plain delta rule (the whole non-expansive range, β = 2 a
   // reflection); the spec's [0, 1] for the others.
   auto c = unit_key_case(layer, layer == "delta_rule" ? 2.0 : 1.0);
@@ -75,9 +75,7 @@ RC_GTEST_PROP(DeltaFamily, NonExpansiveInTheState, ()) {
 }
 
 RC_GTEST_PROP(DeltaFamily, StateBoundedByInitialStatePlusWrites, ()) {
-  const std::string layer = *gen::choose_uniform<std::string>({"delta_rule", "gated_delta_rule", "kda",
-                                                           "kaczmarz_delta_rule", "precond_gated_delta_rule",
-                                                           "precond_kda"});
+  const std::string layer = *gen::choose_uniform(gen::family_layers("delta"));
   auto c = unit_key_case(layer, 1.0);
   RC_TAG(layer);
   const auto r = run(c, kMpfr128);
@@ -102,7 +100,7 @@ RC_GTEST_PROP(DeltaFamily, StateBoundedByInitialStatePlusWrites, ()) {
 }
 
 RC_GTEST_PROP(GatedLinear, StateBoundedByInitialStatePlusWrites, ()) {
-  const std::string layer = *gen::choose_uniform<std::string>({"linear_attn", "simple_gla", "gla"});
+  const std::string layer = *gen::choose_uniform(gen::family_layers("gated_linear"));
   gen::InputOptions opt;
   opt.optional_inputs = false;
   auto c = *gen::layer_case(layer, opt);
@@ -124,7 +122,7 @@ RC_GTEST_PROP(GatedLinear, StateBoundedByInitialStatePlusWrites, ()) {
 // Decays only shrink: with v = 0 each row i of S is multiplied by e^{Σ g_{t,i}}, so
 // S_T = Diag(e^{G_T}) S_0 exactly (gla per key, simple_gla per head), whatever the keys.
 RC_GTEST_PROP(GatedLinear, WithoutValuesTheStateOnlyDecays, ()) {
-  const std::string layer = *gen::choose_uniform<std::string>({"simple_gla", "gla"});
+  const std::string layer = *gen::choose_uniform(gen::family_layers("gated_linear", true));
   gen::InputOptions opt;
   opt.optional_inputs = false;
   auto c = *gen::layer_case(layer, opt);

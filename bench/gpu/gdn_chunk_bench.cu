@@ -84,7 +84,7 @@ int main(int argc, char** argv) try {
   ht.download(hh.data(), hh.size());
   std::ofstream(dir + "/o_ttr.bf16", std::ios::binary).write(oh.data(), static_cast<std::streamsize>(oh.size()));
   std::ofstream(dir + "/ht_ttr.f32", std::ios::binary).write(hh.data(), static_cast<std::streamsize>(hh.size()));
-  const double rec_ms = median_ms([&] { delta_recurrent_forward(a); }, std::max(3, iters / 10));
+  const double rec_ms = median_ms([&] { delta_sequential_forward(a); }, std::max(3, iters / 10));
   std::printf("{\"device\": \"%s\", \"chunk_ms\": %.5f, \"chunk_ms_repeat\": %.5f, \"recurrent_ms\": %.4f}\n",
               device_name(0).c_str(), chunk_ms, chunk_ms2, rec_ms);
   return 0;

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     const double tc = ttr::bench::median_ms([&] { ttr::gpu::gka_chunk_forward(a); }, reps);
     ttr::gpu::GkaArgs rec = a;
     rec.o = orr;
-    const double tr = ttr::bench::median_ms([&] { ttr::gpu::gka_recurrent_forward(rec); }, std::max(1, reps / 3));
+    const double tr = ttr::bench::median_ms([&] { ttr::gpu::gka_sequential_forward(rec); }, std::max(1, reps / 3));
     std::vector<float> x(nv), y(nv);
     auto fetch = [&](void* d, std::vector<float>& out) {
       if (bf) {

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     const double tc = median_ms([&] { ttr::gpu::kla_kalman_chunk_forward(args); }, reps);
     ttr::gpu::KlaArgs rec = args;
     rec.o = orr, rec.o_var = vr;
-    const double tr = median_ms([&] { ttr::gpu::kla_kalman_recurrent_forward(rec); }, reps);
+    const double tr = median_ms([&] { ttr::gpu::kla_kalman_sequential_forward(rec); }, reps);
     // Agreement of the two kernels' o (relative RMS).
     std::vector<float> x(nv), y(nv);
     auto fetch = [&](void* d, std::vector<float>& out) {

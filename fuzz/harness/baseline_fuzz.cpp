@@ -1,5 +1,5 @@
 // Fuzz harness: the baseline reader behind `ttrcheck baseline compare`
-// (oracles/report_read.hpp: parse_baseline_text).
+// (gate/report_read.hpp: parse_baseline_text).
 //
 // Invariants of an accepted baseline: factor >= 1 and floor >= 0 (finite: the
 // growth limit factor × max(ratio, floor) must mean something), and no recorded
@@ -10,7 +10,7 @@
 
 #include "fuzz/harness/fuzz_support.hpp"
 #include "oracles/error.hpp"
-#include "oracles/report_read.hpp"
+#include "gate/report_read.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

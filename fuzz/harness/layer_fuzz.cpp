@@ -2,7 +2,7 @@
 // chunk/scan form runs in bf16 and fp32 (the kernels' algorithms under their
 // arithmetic policies), and the result is judged as `ttrcheck check` judges a
 // candidate: against the sequential oracle (MPFR, 128 bits, as the gate) under
-// the error model (oracles/error_model.hpp, Monte Carlo arithmetic, 8 samples,
+// the error model (gate/error_model.hpp, Monte Carlo arithmetic, 8 samples,
 // ratio threshold 8). Findings:
 //   - a NaN/Inf in the kernel's output where the oracle is finite and fits the
 //     dtype (TensorVerdict::nonfinite_failures), and
@@ -30,7 +30,7 @@
 
 #include "fuzz/harness/fuzz_support.hpp"
 #include "oracles/error.hpp"
-#include "oracles/error_model.hpp"
+#include "gate/judge.hpp"
 #include "oracles/io/safetensors.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/validate.hpp"
@@ -39,10 +39,14 @@
 namespace ttr {
 namespace runners {  // defined in the generated runner TUs (oracles/CMakeLists.txt)
 #define TTR_FUZZ_TARGET(layer, form)                                                                  \
-  LayerResult layer##__sequential__mpfr(const TensorMap<double>&, const Config&, const RunOptions&); \
-  LayerResult layer##__##form##__bf16(const TensorMap<double>&, const Config&, const RunOptions&);   \
-  LayerResult layer##__##form##__fp32(const TensorMap<double>&, const Config&, const RunOptions&);   \
-  LayerResult layer##__##form##__mca(const TensorMap<double>&, const Config&, const RunOptions&);
+  namespace layer##__sequential__forward {                                                            \
+  LayerResult mpfr(const TensorMap<double>&, const Config&, const FormOptions&);                      \
+  }                                                                                                   \
+  namespace layer##__##form##__forward {                                                              \
+  LayerResult bf16(const TensorMap<double>&, const Config&, const FormOptions&);                      \
+  LayerResult fp32(const TensorMap<double>&, const Config&, const FormOptions&);                      \
+  LayerResult mca(const TensorMap<double>&, const Config&, const FormOptions&);                       \
+  }
 #include "fuzz/harness/layer_targets.def"
 #undef TTR_FUZZ_TARGET
 }  // namespace runners
@@ -58,7 +62,7 @@ namespace {
 using namespace ttr;
 using fuzz::ByteSource;
 
-constexpr unsigned kOracleBits = 128;  // the gate's oracle precision (oracles/gate.cpp)
+constexpr unsigned kOracleBits = 128;  // the gate's oracle precision (gate/gate.cpp)
 
 struct Target {
   LayerEntry entry;  // holds only the runners this harness links
@@ -70,12 +74,14 @@ std::vector<Target> make_targets() {
   const auto idx = [](Tier t) { return static_cast<std::size_t>(t); };
 #define TTR_FUZZ_TARGET(layer, form_)                                               \
   {                                                                                 \
-    Target t{{layers::spec_##layer(), {}}, Form::form_};                            \
-    t.entry.forms[Form::sequential][idx(Tier::mpfr)] = &runners::layer##__sequential__mpfr; \
-    auto& f = t.entry.forms[Form::form_];                                           \
-    f[idx(Tier::bf16)] = &runners::layer##__##form_##__bf16;                        \
-    f[idx(Tier::fp32)] = &runners::layer##__##form_##__fp32;                        \
-    f[idx(Tier::mca)] = &runners::layer##__##form_##__mca;                          \
+    Target t{{layers::spec_##layer(), {}, {}}, Form::form_};                        \
+    FormImpl seq{Form::sequential, Direction::forward, {}};                         \
+    seq.runners[idx(Tier::mpfr)] = &runners::layer##__sequential__forward::mpfr;    \
+    FormImpl f{Form::form_, Direction::forward, {}};                                \
+    f.runners[idx(Tier::bf16)] = &runners::layer##__##form_##__forward::bf16;       \
+    f.runners[idx(Tier::fp32)] = &runners::layer##__##form_##__forward::fp32;       \
+    f.runners[idx(Tier::mca)] = &runners::layer##__##form_##__forward::mca;         \
+    t.entry.forms = {seq, f};                                                       \
     out.push_back(std::move(t));                                                    \
   }
 #include "fuzz/harness/layer_targets.def"
@@ -261,15 +267,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     out.metadata = {{"kind", "inputs"}, {"layer", spec.name}, {"config", cfg.json()}};
     io::write_safetensors_atomic(dump, out);
   }
-  const TensorMap<double> oracle =
-      run_layer(target.entry, Form::sequential, {Tier::mpfr, kOracleBits}, in.tensors, cfg).values;
+  Judge judge(target.entry, in.tensors, cfg, {Tier::mpfr, kOracleBits});
   for (const Tier dtype : {Tier::bf16, Tier::fp32}) {
     const TensorMap<double> cand = run_layer(target.entry, target.form, {dtype, 0}, in.tensors, cfg, chunk).values;
     ModelSpec ms;
     ms.form = target.form;
     ms.dtype = dtype;
     ms.chunk_size = chunk;
-    const CheckResult r = compare(spec, oracle, model_errors(target.entry, in.tensors, cfg, oracle, ms), cand);
+    const CheckResult r = judge(cand, ms);
     const std::string what = describe(spec.name, target.form, dtype, in.dims, chunk);
     if (verbose)
       for (const TensorVerdict& v : r.tensors)

@@ -1,5 +1,5 @@
 // Fuzz harness: the report reader behind `ttrcheck baseline record|compare`
-// (oracles/report_read.hpp: parse_report_text).
+// (gate/report_read.hpp: parse_report_text).
 //
 // Invariants of an accepted report: check ids are unique (the reader promises
 // it; baselines key on them); a ratio is >= 0, +inf or NaN, as the schema
@@ -11,7 +11,7 @@
 
 #include "fuzz/harness/fuzz_support.hpp"
 #include "oracles/error.hpp"
-#include "oracles/report_read.hpp"
+#include "gate/report_read.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -363,7 +363,7 @@ void kla_kalman_chunk_forward(const KlaArgs& a) {
   else chunk_forward<float>(a);
 }
 
-void kla_kalman_recurrent_forward(const KlaArgs& a) {
+void kla_kalman_sequential_forward(const KlaArgs& a) {
   validate(a);
   if (a.dtype == DType::bf16) recurrent_forward<__nv_bfloat16>(a);
   else recurrent_forward<float>(a);

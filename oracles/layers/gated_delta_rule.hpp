@@ -9,13 +9,13 @@ namespace ttr::layers {
 
 struct gated_delta_rule {
   template <class T>
-  static void sequential(const TensorMap<T>& in, const Config& cfg, const RunOptions&, TensorMap<T>& out) {
+  static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     const QK<T> qk = qk_of(in, cfg);
     gated_delta_rule_sequential(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), optional_input(in, "h0"), scale_of(cfg, qk.q), out["o"], out["ht"]);
   }
 
   template <class P>
-  static void chunk(const TensorMap<typename P::acc>& raw, const Config& cfg, const RunOptions& opt,
+  static void chunk(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
                     TensorMap<typename P::acc>& out) {
     using A = typename P::acc;
     const TensorMap<A> in = policy_inputs<P>(raw);

@@ -13,7 +13,7 @@ GkaOptions gka_options(const Config& cfg);
 
 struct gka {
   template <class T>
-  static void sequential(const TensorMap<T>& in, const Config& cfg, const RunOptions&, TensorMap<T>& out) {
+  static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     run(in, cfg, out, [](const GkaInputs<T>& gi, const GkaOptions& o, const T& scale, GkaOutputs<T>& r) {
       gka_sequential(gi, o, scale, r);
     });
@@ -21,7 +21,7 @@ struct gka {
 
   // The chunkwise form (GKA §4.2) under arithmetic policy P, chunks of opt.chunk_size tokens.
   template <class P>
-  static void chunk(const TensorMap<typename P::acc>& in, const Config& cfg, const RunOptions& opt,
+  static void chunk(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions& opt,
                     TensorMap<typename P::acc>& out) {
     using T = typename P::acc;
     run(policy_inputs<P>(in), cfg, out, [&](const GkaInputs<T>& gi, const GkaOptions& o, const T& scale, GkaOutputs<T>& r) {

@@ -9,7 +9,7 @@ namespace ttr::layers {
 
 struct kla_kalman {
   template <class T>
-  static void sequential(const TensorMap<T>& in, const Config& cfg, const RunOptions&, TensorMap<T>& out) {
+  static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     KlaOutputs<T> r;
     kla_kalman_sequential(inputs_of(in), from_double<T>(cfg.number("lambda0")), from_double<T>(cfg.number("scale")), r);
     emit(r, out);
@@ -18,7 +18,7 @@ struct kla_kalman {
   // Form `scan`: Möbius and affine prefix scans, one Blelloch tree over the sequence
   // (KLA-K Cor. 1.1, 2.1; reference/kla_kalman/scan.hpp narrows under P itself).
   template <class P>
-  static void scan(const TensorMap<typename P::acc>& in, const Config& cfg, const RunOptions&,
+  static void scan(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions&,
                    TensorMap<typename P::acc>& out) {
     using A = typename P::acc;
     KlaOutputs<A> r;
@@ -28,7 +28,7 @@ struct kla_kalman {
 
   // Form `chunk`: the same scans, two-level with chunks of opt.chunk_size tokens.
   template <class P>
-  static void chunk(const TensorMap<typename P::acc>& in, const Config& cfg, const RunOptions& opt,
+  static void chunk(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions& opt,
                     TensorMap<typename P::acc>& out) {
     using A = typename P::acc;
     KlaOutputs<A> r;

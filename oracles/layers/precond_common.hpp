@@ -1,13 +1,16 @@
-// Shared by the precond_* adapters: the preconditioner's parameters in the
-// working precision. The centre c per head comes from the optional tensor
-// `log_atk_scale` [H] (FLA's learnable parameter) or else the config key of the
-// same name (FLA's default -0.2).
+// Shared by the precond_* adapters (precond_gated_delta_rule, precond_kda, which
+// differ only in the decay): the preconditioner's parameters in the working
+// precision, and the adapter itself. The centre c per head comes from the
+// optional tensor `log_atk_scale` [H] (FLA's learnable parameter) or else the
+// config key of the same name (FLA's default -0.2).
 #pragma once
 
 #include <cmath>
 #include <vector>
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/precond_gated_delta_rule/chunk.hpp"
+#include "reference/precond_gated_delta_rule/sequential.hpp"
 
 namespace ttr::layers {
 
@@ -26,5 +29,42 @@ PrecondArgs<T> precond_args(const TensorMap<T>& in, const Config& cfg, const Ten
   else p.center.assign(static_cast<std::size_t>(H), from_double<T>(cfg.number("log_atk_scale")));
   return p;
 }
+
+// The inputs of a precond_* layer, bound from its tensors and config.
+template <class T>
+struct PrecondBound {
+  QK<T> qk;
+  PrecondArgs<T> p;
+  PrecondDelta<T> args(Decay decay, const TensorMap<T>& in, const Config& cfg) const {
+    return {decay,      qk.q,         qk.k,          in.at("v"), in.at("g"), in.at("beta"), optional_input(in, "h0"),
+            scale_of(cfg, qk.q), in.at("g_atk"), in.at("beta_atk"), p.center, optional_input(in, "initial_A_state"),
+            p.log_x,    p.eps};
+  }
+};
+template <class T>
+PrecondBound<T> bind_precond(const TensorMap<T>& in, const Config& cfg) {
+  QK<T> qk = qk_of(in, cfg);
+  PrecondArgs<T> p = precond_args(in, cfg, qk.k);
+  return {std::move(qk), std::move(p)};
+}
+
+// The adapter of a preconditioned delta layer with the given decay.
+template <Decay kDecay>
+struct precond_delta_adapter {
+  template <class T>
+  static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+    const PrecondBound<T> b = bind_precond(in, cfg);
+    precond_delta_sequential<T>(b.args(kDecay, in, cfg), {out["o"], out["ht"], out["final_A_state"]});
+  }
+
+  template <class P>
+  static void chunk(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
+                    TensorMap<typename P::acc>& out) {
+    using A = typename P::acc;
+    const TensorMap<A> in = policy_inputs<P>(raw);
+    const PrecondBound<A> b = bind_precond(in, cfg);
+    precond_delta_chunk<P>(b.args(kDecay, in, cfg), opt.chunk_size, {out["o"], out["ht"], out["final_A_state"]});
+  }
+};
 
 }  // namespace ttr::layers

@@ -10,21 +10,21 @@ namespace ttr::layers {
 
 struct simple_gla {
   template <class T>
-  static void sequential(const TensorMap<T>& in, const Config& cfg, const RunOptions&, TensorMap<T>& out) {
+  static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     simple_gla_sequential(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"), scale_of(cfg, in.at("q")), out["o"], out["ht"]);
   }
 
   // Form `scan`: prefix scan over the affine pairs (reference/family/gated_linear_scan.hpp,
   // which narrows the inputs and stored compositions itself under P).
   template <class P>
-  static void scan(const TensorMap<typename P::acc>& in, const Config& cfg, const RunOptions&,
+  static void scan(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions&,
                    TensorMap<typename P::acc>& out) {
     simple_gla_scan<P>(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"),
                        scale_of(cfg, in.at("q")), out["o"], out["ht"]);
   }
 
   template <class P>
-  static void chunk(const TensorMap<typename P::acc>& raw, const Config& cfg, const RunOptions& opt,
+  static void chunk(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
                     TensorMap<typename P::acc>& out) {
     using A = typename P::acc;
     const TensorMap<A> in = policy_inputs<P>(raw);

@@ -514,10 +514,10 @@ Evidence check_eq9(const RunOptions& opt, const std::string& id) {
     Vec kt;
     pgdn_printed(in, d, dv, O, S, &kt);
     Tensor<mp> o1, h1, A1, o2, h2, A2;
-    precond_gated_delta_rule_sequential<mp>(in.q, in.k, in.v, in.g, in.beta, in.g_atk, in.beta_atk, in.center,
-                                            &in.h0, &in.A0, in.log_x, mp(0), mp(1), o1, h1, A1);
-    precond_delta_chunk<ExactPolicy<mp>>(Decay::scalar, in.q, in.k, in.v, in.g, in.beta, in.g_atk, in.beta_atk,
-                                         in.center, &in.h0, &in.A0, in.log_x, mp(0), mp(1), 4, o2, h2, A2);
+    const PrecondDelta<mp> args{Decay::scalar, in.q,        in.k,      in.v,      in.g,    in.beta, &in.h0,
+                                mp(1),         in.g_atk,    in.beta_atk, in.center, &in.A0, in.log_x, mp(0)};
+    precond_delta_sequential<mp>(args, {o1, h1, A1});
+    precond_delta_chunk<ExactPolicy<mp>>(args, 4, {o2, h2, A2});
     const double dd = std::max({rel_diff(o1.data, O.a), rel_diff(h1.data, S.a), rel_diff(o2.data, O.a),
                                 rel_diff(h2.data, S.a), rel_diff(A2.data, A1.data)});
     worst.see(dd, seed_str(opt) + ", sequence " + std::to_string(p) + ", T=" + std::to_string(T) + ", chunk 4");

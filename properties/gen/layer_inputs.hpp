@@ -176,6 +176,18 @@ inline rc::Gen<LayerCase> layer_case(const std::string& layer, InputOptions opt 
   });
 }
 
+// The layers of a family of the declaration (layers.def order); `decayed`: only
+// those with a log-decay input g; `plain_write`: only those writing along the key
+// itself (no preconditioner input beta_atk).
+inline std::vector<std::string> family_layers(const std::string& family, bool decayed = false,
+                                              bool plain_write = false) {
+  std::vector<std::string> n;
+  for (const auto& e : registry())
+    if (e.spec.family == family && (!decayed || e.spec.input("g")) && (!plain_write || !e.spec.input("beta_atk")))
+      n.push_back(e.spec.name);
+  return n;
+}
+
 // Names of every layer of the registry (= layers.def).
 inline std::vector<std::string> layer_names() {
   std::vector<std::string> n;

@@ -5,7 +5,7 @@
 // u_store. Run a form a few times with independent δ streams and the spread of
 // the results is the forward error that rounding at those unit roundoffs causes,
 // to first order, through this very computation — the error model's scale
-// (oracles/error_model.hpp, docs/error-model.md).
+// (gate/error_model.hpp, docs/error-model.md).
 //
 // A value exactly representable in the modelled format is left alone: rounding to
 // nearest does not move it (a product of two bf16 numbers is exact in fp32, a

@@ -3,7 +3,7 @@
 // passes a kernel with a realistic bug is worthless, and the only way to know is
 // to hand it such kernels). Each value names one bug a real kernel port makes;
 // the catalogue with names, descriptions and the (layer, form) pairs each bug
-// affects is oracles/mutants.{hpp,cpp}.
+// affects is gate/mutants.{hpp,cpp}.
 //
 // Only the chunk and scan forms read the switch. The sequential forms are the
 // oracle's definitions and never include this header: a mutant active while an

@@ -8,25 +8,20 @@
 
 #include "reference/family/atk_chunk.hpp"
 #include "reference/family/delta_chunk.hpp"
+#include "reference/family/precond_delta.hpp"
 
 namespace ttr {
 
 template <class P>
-void precond_delta_chunk(Decay decay, const Tensor<typename P::acc>& q, const Tensor<typename P::acc>& k,
-                         const Tensor<typename P::acc>& v, const Tensor<typename P::acc>& g,
-                         const Tensor<typename P::acc>& beta, const Tensor<typename P::acc>& g_atk,
-                         const Tensor<typename P::acc>& beta_atk, const std::vector<typename P::acc>& center,
-                         const Tensor<typename P::acc>* h0, const Tensor<typename P::acc>* A0,
-                         const typename P::acc& log_x, const typename P::acc& eps, const typename P::acc& scale,
-                         int chunk, Tensor<typename P::acc>& o, Tensor<typename P::acc>& ht,
-                         Tensor<typename P::acc>& A_final) {
+void precond_delta_chunk(const PrecondDelta<typename P::acc>& a, int chunk,
+                         const PrecondDeltaOutputs<typename P::acc>& out) {
   Tensor<typename P::acc> k_tilde;
-  atk_write_keys_chunk<P>(k, g_atk, beta_atk, center, A0, log_x, eps, chunk, k_tilde, A_final);
+  atk_write_keys_chunk<P>(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, chunk, k_tilde, out.A_final);
   // mutant pgdn-unpreconditioned-write: the kernel passes k as the write key (the
   // plain GDN/KDA call, the preconditioner computed but never applied):
   // final_A_state is still right, o and ht are written along the wrong direction.
-  const Tensor<typename P::acc>& w = mutated(Mutant::pgdn_unpreconditioned_write) ? k : k_tilde;
-  delta_chunk_forward<P>(decay, q, k, w, v, beta, &g, h0, scale, chunk, o, ht);
+  const Tensor<typename P::acc>& w = mutated(Mutant::pgdn_unpreconditioned_write) ? a.k : k_tilde;
+  delta_chunk_forward<P>(a.decay, a.q, a.k, w, a.v, a.beta, &a.g, a.h0, a.scale, chunk, out.o, out.ht);
 }
 
 }  // namespace ttr

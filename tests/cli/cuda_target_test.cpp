@@ -4,7 +4,7 @@
 // 2) and writes nothing. On the lent GPU, tests/gpu/ and scripts/gpu-check run them.
 #include <gtest/gtest.h>
 
-#include "cuda_gate/runner.hpp"
+#include "gpu/binding/device.hpp"
 #include "tests/support/cli.hpp"
 
 namespace {
@@ -12,7 +12,7 @@ namespace {
 using ttr::test::run_cli;
 
 TEST(CudaTargetCli, GateReportsTheCudaTargetSkippedWithoutADevice) {
-  if (ttr::cuda::status().usable()) GTEST_SKIP() << "a CUDA device is present: tests/gpu/ covers this";
+  if (ttr::device::status().usable()) GTEST_SKIP() << "a CUDA device is present: tests/gpu/ covers this";
   ttr::test::TempDir dir;
   const auto r = run_cli({"gate", "--cuda-only", "--seeds", "1", "--out", dir / "report"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -21,7 +21,7 @@ TEST(CudaTargetCli, GateReportsTheCudaTargetSkippedWithoutADevice) {
 }
 
 TEST(CudaTargetCli, RunOnCudaWithoutADeviceIsAUsageErrorNamingWhy) {
-  if (ttr::cuda::status().usable()) GTEST_SKIP() << "a CUDA device is present: tests/gpu/ covers this";
+  if (ttr::device::status().usable()) GTEST_SKIP() << "a CUDA device is present: tests/gpu/ covers this";
   ttr::test::TempDir dir;
   for (const char* layer : {"gated_delta_rule", "gla"})
     ASSERT_EQ(run_cli({"vectors", "--layer", layer, "--suite", "tiny", "--no-oracle", "--out", dir / "v"}).exit_code, 0);

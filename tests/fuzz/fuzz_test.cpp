@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "oracles/fuzz/campaign.hpp"
-#include "oracles/fuzz/reproducer.hpp"
-#include "oracles/mutants.hpp"
+#include "fuzz/campaign.hpp"
+#include "fuzz/reproducer.hpp"
+#include "gate/mutants.hpp"
 #include "oracles/vectors.hpp"
 #include "tests/support/cli.hpp"
 

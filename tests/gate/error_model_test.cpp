@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "oracles/error.hpp"
-#include "oracles/error_model.hpp"
+#include "gate/error_model.hpp"
 #include "reference/core/mca.hpp"
 #include "tests/support/vectors_fixture.hpp"
 
@@ -152,8 +152,11 @@ TEST(Model, FollowsConditioning) {
     ModelSpec s;
     s.dtype = Tier::fp32;
     s.samples = 4;
+    // Named: a range-for over a member of the temporary model would read it after
+    // the temporary died (the range-init's temporaries end with it before C++23).
+    const ErrorModel m = model_errors(gka, c.tensors, cfg, oracle, s);
     double sum = 0;
-    for (double x : model_errors(gka, c.tensors, cfg, oracle, s).rms.at("o").data) sum += x;
+    for (double x : m.rms.at("o").data) sum += x;
     return sum;
   };
   EXPECT_GT(modelled("0.001"), 4 * modelled("0.2"));

@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "oracles/gate.hpp"
+#include "gate/gate.hpp"
 
 namespace ttr::test {
 namespace {

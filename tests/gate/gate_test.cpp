@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <set>
 
-#include "oracles/gate.hpp"
-#include "oracles/mutants.hpp"
+#include "gate/gate.hpp"
+#include "gate/mutants.hpp"
 #include "tests/support/cli.hpp"
 
 namespace ttr::test {

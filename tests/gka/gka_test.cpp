@@ -100,7 +100,7 @@ TensorMap<M> run_mpfr(const TensorMap<double>& in, const Sets& sets, unsigned bi
     y.shape = x.shape;
     for (double e : x.data) y.data.emplace_back(e);
   }
-  ttr::layers::gka::sequential<M>(tin, ttr::Config::make(spec(), sets), ttr::RunOptions{}, tout);
+  ttr::layers::gka::sequential<M>(tin, ttr::Config::make(spec(), sets), ttr::FormOptions{}, tout);
   return tout;
 }
 

@@ -1,6 +1,6 @@
 // GPU tests of the delta family's CUDA kernels (gpu/family/): every kernel ×
 // dtype against the MPFR oracle under the gate's error model on the tiny and
-// standard suites, chunk vs fused-recurrent, T not a multiple of 64, K = V = 128,
+// standard suites, chunk vs sequential, T not a multiple of 64, K = V = 128,
 // a batch that fills the GPU, and bit-identical repeated runs. Label `gpu`;
 // without a device every test is skipped ("skipped: no CUDA device").
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 #include <mutex>
 #include <thread>
 
-#include "cuda_gate/gate.hpp"
+#include "gate/kernel_checks.hpp"
 #include "tests/gpu/gpu_checks.hpp"
-#include "oracles/error_model.hpp"
+#include "gate/error_model.hpp"
 #include "oracles/registry.hpp"
 
 namespace ttr {
@@ -29,8 +29,8 @@ using test::worst_ratio;
 const std::vector<std::string>& delta_layers() {
   static const std::vector<std::string> l = [] {
     std::vector<std::string> r;
-    for (const std::string& name : cuda::layers())
-      if (cuda::is_delta_family(name)) r.push_back(name);
+    for (const LayerEntry& e : registry())
+      if (e.spec.family == "delta" && !e.kernel_list(Backend::cuda).empty()) r.push_back(e.spec.name);
     return r;
   }();
   return l;
@@ -47,10 +47,10 @@ void run_suite(const std::string& suite, std::uint64_t seed) {
     pool.emplace_back([&, i] {
       try {
         const LayerEntry& e = find_layer(delta_layers()[i]);
-        cuda::UnitOptions uo;
+        KernelCheckOptions uo;
         uo.cross = true;
         for (const VectorCase& c : suite_cases(e.spec, suite)) {
-          auto r = cuda::check_unit(e, c, seed, uo);
+          auto r = check_unit(e, c, seed, uo);
           results[i].insert(results[i].end(), r.begin(), r.end());
         }
       } catch (const std::exception& ex) {
@@ -63,7 +63,7 @@ void run_suite(const std::string& suite, std::uint64_t seed) {
   for (const auto& r : results) {
     report(r);
     expect_pass(r);
-    // bf16 and fp32, chunk and recurrent, and the cross check, per case.
+    // bf16 and fp32, chunk and sequential, and the cross check, per case.
     EXPECT_GE(r.size(), 6u);
   }
 }
@@ -94,9 +94,9 @@ TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
   for (const std::string& name : delta_layers()) {
     const LayerEntry& e = find_layer(name);
     for (const VectorCase& c : cases) {
-      cuda::UnitOptions uo;
+      KernelCheckOptions uo;
       uo.cross = true;
-      const auto r = cuda::check_unit(e, c, 21, uo);
+      const auto r = check_unit(e, c, 21, uo);
       report(r);
       expect_pass(r);
     }
@@ -113,11 +113,11 @@ TEST(CudaDelta, WrongOutputFailsTheComparison) {
   const Config cfg = Config::make(e.spec, c.config);
   const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, in, cfg).values;
   ModelSpec ms;
-  ms.chunk_size = cuda::kChunkSize;
+  ms.chunk_size = kKernelChunkSize;
   ms.dtype = Tier::bf16;
   const ErrorModel model = model_errors(e, in, cfg, oracle, ms);
-  const auto good = cuda::run("gated_delta_rule", cuda::Kernel::chunk, Tier::bf16, in, cfg);
-  const auto bad = cuda::run("gated_delta_rule", cuda::Kernel::chunk, Tier::bf16, other, cfg);
+  const auto good = run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, cfg);
+  const auto bad = run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, other, cfg);
   EXPECT_TRUE(compare(e.spec, oracle, model, good).pass);
   EXPECT_FALSE(compare(e.spec, oracle, model, bad).pass);
 }

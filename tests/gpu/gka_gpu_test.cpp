@@ -1,6 +1,6 @@
 // GPU tests of GKA's CUDA kernels (gpu/gka/, solver = chebyshev): the chunk and
-// recurrent kernels × {bf16, fp32} against the MPFR oracle under the gate's error
-// model (cuda_gate/gate.hpp) on the tiny and standard suites, chunk vs recurrent,
+// sequential kernels × {bf16, fp32} against the MPFR oracle under the gate's error
+// model (gate/kernel_checks.hpp) on the tiny and standard suites, chunk vs sequential,
 // T not a multiple of 64, K = V = 128, K ≠ V, the optional inputs (β, α, h0,
 // hkk0), a fixed λ and the in-kernel L2 norm, a batch that fills the GPU, and
 // bit-identical repeated runs. Label `gpu`; without a device every test is
@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 #include <string>
 
-#include "cuda_gate/gate.hpp"
+#include "gate/kernel_checks.hpp"
 #include "oracles/error.hpp"
-#include "oracles/error_model.hpp"
+#include "gate/error_model.hpp"
 #include "oracles/registry.hpp"
 #include "tests/gpu/gpu_checks.hpp"
 
@@ -79,12 +79,12 @@ TEST(CudaGka, WrongOutputFailsTheComparison) {
   const Config cfg_few = Config::make(e.spec, few);
   const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, in, cfg).values;
   ModelSpec ms;
-  ms.chunk_size = cuda::kChunkSize;
+  ms.chunk_size = kKernelChunkSize;
   ms.dtype = Tier::bf16;
   const ErrorModel model = model_errors(e, in, cfg, oracle, ms);
-  EXPECT_TRUE(compare(e.spec, oracle, model, cuda::run("gka", cuda::Kernel::chunk, Tier::bf16, in, cfg)).pass);
-  EXPECT_FALSE(compare(e.spec, oracle, model, cuda::run("gka", cuda::Kernel::chunk, Tier::bf16, other, cfg)).pass);
-  EXPECT_FALSE(compare(e.spec, oracle, model, cuda::run("gka", cuda::Kernel::chunk, Tier::bf16, in, cfg_few)).pass);
+  EXPECT_TRUE(compare(e.spec, oracle, model, run_kernel("gka", Form::chunk, Tier::bf16, in, cfg)).pass);
+  EXPECT_FALSE(compare(e.spec, oracle, model, run_kernel("gka", Form::chunk, Tier::bf16, other, cfg)).pass);
+  EXPECT_FALSE(compare(e.spec, oracle, model, run_kernel("gka", Form::chunk, Tier::bf16, in, cfg_few)).pass);
 }
 
 // Only the chunkwise solver runs on the GPU: another solver is a clear input
@@ -94,7 +94,7 @@ TEST(CudaGka, OtherSolversAreRefused) {
   const TensorMap<double> in = generate_inputs(gka().spec, c, 1);
   for (const char* solver : {"exact", "cg"}) {
     const Config cfg = Config::make(gka().spec, {{"solver", solver}});
-    EXPECT_THROW(cuda::run("gka", cuda::Kernel::chunk, Tier::bf16, in, cfg), InputError) << solver;
+    EXPECT_THROW(run_kernel("gka", Form::chunk, Tier::bf16, in, cfg), InputError) << solver;
   }
 }
 

@@ -15,17 +15,32 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_gate/gate.hpp"
-#include "oracles/error_model.hpp"
+#include "gate/kernel_checks.hpp"
+#include "gate/error_model.hpp"
 #include "oracles/registry.hpp"
 
 namespace ttr::test {
 
 #define TTR_REQUIRE_DEVICE()                       \
   do {                                             \
-    const cuda::Status st = cuda::status();        \
+    const device::Status st = device::status();    \
     if (!st.usable()) GTEST_SKIP() << st.reason(); \
   } while (0)
+
+// A layer's CUDA kernel of `form` on given inputs (the registry's binding).
+inline TensorMap<double> run_kernel(const std::string& layer, Form form, Tier dtype, const TensorMap<double>& in,
+                                    const Config& cfg) {
+  const KernelImpl* k = find_layer(layer).kernel(Backend::cuda, form);
+  if (!k) throw std::invalid_argument(layer + " has no CUDA " + form_name(form) + " kernel");
+  return k->run(in, cfg, dtype, {});
+}
+
+// check_kernels on a vector case's inputs.
+inline std::vector<GateCheck> check_unit(const LayerEntry& e, const VectorCase& c, std::uint64_t seed,
+                                         const KernelCheckOptions& opt) {
+  const TensorMap<double> in = generate_inputs(e.spec, c, seed);
+  return check_kernels(e, in, Config::make(e.spec, c.config), c.name, seed, opt);
+}
 
 // Delta-family layers read K, V; kla_kalman reads N, D: both are bound.
 inline Dims dims(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, std::int64_t V) {
@@ -112,16 +127,16 @@ inline void check_full_batch(const LayerEntry& e, const VectorCase& big, std::ui
   };
   std::vector<OracleCheck> checks;
   for (Tier dtype : {Tier::bf16, Tier::fp32})
-    for (cuda::Kernel k : {cuda::Kernel::chunk, cuda::Kernel::recurrent}) {
-      const std::string what = fmt::format("{} {}", cuda::kernel_name(k), tier_name(dtype));
-      const auto first = cuda::run(e.spec.name, k, dtype, in, cfg);
-      const auto again = cuda::run(e.spec.name, k, dtype, in, cfg);
+    for (Form k : {Form::chunk, Form::sequential}) {
+      const std::string what = fmt::format("{} {}", e.kernel(Backend::cuda, k)->name(), tier_name(dtype));
+      const auto first = run_kernel(e.spec.name, k, dtype, in, cfg);
+      const auto again = run_kernel(e.spec.name, k, dtype, in, cfg);
       for (const auto& [name, t] : first)
         EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
             << what << " " << name << ": repeated run differs";
       for (const auto& [b, h] : heads) {
         TensorMap<double> one = slice_head(e.spec, in, b, h);
-        auto alone = cuda::run(e.spec.name, k, dtype, one, cfg);
+        auto alone = run_kernel(e.spec.name, k, dtype, one, cfg);
         for (const auto& [name, t] : alone) {
           const Tensor<double> part = slice_bh(first.at(name), e.spec.output(name)->dims, b, h);
           std::int64_t diff = 0;
@@ -129,7 +144,7 @@ inline void check_full_batch(const LayerEntry& e, const VectorCase& big, std::ui
           EXPECT_EQ(diff, 0) << what << " " << name << " head (" << b << "," << h
                              << ") differs from the same head run alone";
         }
-        if (k == cuda::Kernel::chunk && std::find(oracle_heads.begin(), oracle_heads.end(), Head{b, h}) != oracle_heads.end())
+        if (k == Form::chunk && std::find(oracle_heads.begin(), oracle_heads.end(), Head{b, h}) != oracle_heads.end())
           checks.push_back({fmt::format("{}/cuda-chunk/{}/fill_head_{}_{}/{}", e.spec.name, tier_name(dtype), b, h, seed),
                             std::move(one), std::move(alone), dtype, {}});
       }
@@ -139,7 +154,7 @@ inline void check_full_batch(const LayerEntry& e, const VectorCase& big, std::ui
     pool.emplace_back([&e, &cfg, &c] {
       const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, c.in, cfg).values;
       ModelSpec ms;
-      ms.chunk_size = cuda::kChunkSize;
+      ms.chunk_size = kKernelChunkSize;
       ms.dtype = c.dtype;
       c.result = compare(e.spec, oracle, model_errors(e, c.in, cfg, oracle, ms), c.cand);
     });
@@ -151,8 +166,8 @@ inline void check_full_batch(const LayerEntry& e, const VectorCase& big, std::ui
   EXPECT_EQ(checks.size(), 2 * oracle_heads.size());
 }
 
-// A layer's cases through cuda::check_inputs (chunk, recurrent and chunk vs
-// recurrent, bf16 and fp32), in parallel, reported in order. `split`: one unit
+// A layer's cases through check_kernels (chunk, sequential and chunk vs
+// sequential, bf16 and fp32), in parallel, reported in order. `split`: one unit
 // per head (b, h) instead of one per case — the MPFR oracle and the error model
 // dominate the time, heads are independent and the model is per output row, so
 // a long case spreads over the cores.
@@ -182,9 +197,9 @@ inline void check_cases(const LayerEntry& e, const std::vector<VectorCase>& case
   for (std::size_t i = 0; i < units.size(); ++i)
     pool.emplace_back([&, i] {
       try {
-        cuda::UnitOptions uo;
+        KernelCheckOptions uo;
         uo.cross = true;
-        results[i] = cuda::check_inputs(e, units[i].in, units[i].cfg, units[i].name, seed, uo);
+        results[i] = check_kernels(e, units[i].in, units[i].cfg, units[i].name, seed, uo);
       } catch (const std::exception& ex) {
         errors[i] = ex.what();
       }
@@ -194,7 +209,7 @@ inline void check_cases(const LayerEntry& e, const std::vector<VectorCase>& case
     ASSERT_TRUE(errors[i].empty()) << units[i].name << ": " << errors[i];
     report(results[i]);
     expect_pass(results[i]);
-    EXPECT_EQ(results[i].size(), 6u);  // {bf16, fp32} × {chunk, recurrent, chunk-vs-recurrent}
+    EXPECT_EQ(results[i].size(), 6u);  // {bf16, fp32} × {chunk, sequential, chunk-vs-sequential}
   }
 }
 

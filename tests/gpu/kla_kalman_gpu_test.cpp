@@ -1,7 +1,7 @@
 // GPU tests of kla_kalman's CUDA kernels (gpu/kla_kalman/): the chunked two-level
-// scan and the recurrent kernel × {bf16, fp32} against the MPFR oracle under the
-// gate's error model (cuda_gate/gate.hpp) on the tiny and standard suites, chunk
-// vs recurrent, T not a multiple of the chunk (64), a batch that fills the GPU,
+// scan and the sequential kernel × {bf16, fp32} against the MPFR oracle under the
+// gate's error model (gate/kernel_checks.hpp) on the tiny and standard suites, chunk
+// vs sequential, T not a multiple of the chunk (64), a batch that fills the GPU,
 // and bit-identical repeated runs. Label `gpu`; without a device every test is
 // skipped ("skipped: no CUDA device").
 #include <gtest/gtest.h>
@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "cuda_gate/gate.hpp"
+#include "gate/kernel_checks.hpp"
 #include "tests/gpu/gpu_checks.hpp"
-#include "oracles/error_model.hpp"
+#include "gate/error_model.hpp"
 #include "oracles/registry.hpp"
 
 namespace ttr {
@@ -64,12 +64,12 @@ TEST(CudaKla, WrongOutputFailsTheComparison) {
   const Config cfg = Config::make(e.spec, c.config);
   const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, in, cfg).values;
   ModelSpec ms;
-  ms.chunk_size = cuda::kChunkSize;
+  ms.chunk_size = kKernelChunkSize;
   ms.dtype = Tier::bf16;
   const ErrorModel model = model_errors(e, in, cfg, oracle, ms);
-  EXPECT_TRUE(compare(e.spec, oracle, model, cuda::run("kla_kalman", cuda::Kernel::chunk, Tier::bf16, in, cfg)).pass);
+  EXPECT_TRUE(compare(e.spec, oracle, model, run_kernel("kla_kalman", Form::chunk, Tier::bf16, in, cfg)).pass);
   EXPECT_FALSE(
-      compare(e.spec, oracle, model, cuda::run("kla_kalman", cuda::Kernel::chunk, Tier::bf16, other, cfg)).pass);
+      compare(e.spec, oracle, model, run_kernel("kla_kalman", Form::chunk, Tier::bf16, other, cfg)).pass);
 }
 
 // B·H = 256 heads × 3 chunks × 2 column tiles: sampled heads equal the same head

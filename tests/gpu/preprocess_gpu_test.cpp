@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda_gate/runner.hpp"
+#include "gpu/binding/device.hpp"
 #include "gpu/api.hpp"
 #include "oracles/registry.hpp"
 #include "reference/core/policy.hpp"
@@ -130,7 +130,7 @@ TEST(CudaPreprocess, PreconditionerMatchesTheCpuFormInDouble) {
   EXPECT_GT(moved, 0.2);
 }
 
-// gpu::precond_gated_delta_rule_chunk(DeltaArgs, AtkArgs) (k̃ on the device from
+// gpu::precond_delta_chunk_forward(DeltaArgs, AtkArgs) (k̃ on the device from
 // the stored key) gives the gate runner's output bit for bit (the runner calls
 // the same kernels with use_qk_l2norm_in_kernel off).
 TEST(CudaPreprocess, PrecondBindingEqualsTheRunner) {
@@ -141,7 +141,7 @@ TEST(CudaPreprocess, PrecondBindingEqualsTheRunner) {
   const VectorCase c{"binding", "", test::dims(2, 100, 2, 32, 32), opt, {{"use_qk_l2norm_in_kernel", "false"}}};
   const TensorMap<double> in = generate_inputs(e.spec, c, 3);
   const Config cfg = Config::make(e.spec, c.config);
-  const auto via_runner = cuda::run(e.spec.name, cuda::Kernel::chunk, Tier::fp32, in, cfg);
+  const auto via_runner = run_kernel(e.spec.name, Form::chunk, Tier::fp32, in, cfg);
   auto up = [](const Tensor<double>& t) {
     std::vector<float> f(t.data.begin(), t.data.end());
     gpu::DeviceBuffer b(f.size() * 4);
@@ -161,7 +161,7 @@ TEST(CudaPreprocess, PrecondBindingEqualsTheRunner) {
   p.g_atk = static_cast<const float*>(dga.get()), p.beta_atk = static_cast<const float*>(dba.get());
   p.center = static_cast<const float*>(dc.get()), p.log_x = std::log(static_cast<float>(cfg.number("x")));
   p.eps = static_cast<float>(cfg.number("eps"));
-  gpu::precond_gated_delta_rule_chunk(a, p);
+  gpu::precond_delta_chunk_forward(a, p);
   gpu::synchronize();
   std::vector<float> o(in.at("v").data.size());
   dout.download(o.data(), o.size() * 4);

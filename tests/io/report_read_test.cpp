@@ -1,7 +1,7 @@
-// Tests of the report and baseline readers (oracles/report_read.hpp), on texts
+// Tests of the report and baseline readers (gate/report_read.hpp), on texts
 // written here by hand; the fuzz harnesses (fuzz/harness/report_fuzz.cpp,
 // baseline_fuzz.cpp) hold them to the same invariants on mutated input.
-#include "oracles/report_read.hpp"
+#include "gate/report_read.hpp"
 
 #include <gtest/gtest.h>
 

@@ -229,7 +229,7 @@ TEST(KalmanFilterPrecision, Mpfr256And512Agree) {
         y.shape = x.shape;
         for (double e : x.data) y.data.emplace_back(e);
       }
-      ttr::layers::kalman_filter::sequential<M>(in, ci.config, ttr::RunOptions{}, out[p]);
+      ttr::layers::kalman_filter::sequential<M>(in, ci.config, ttr::FormOptions{}, out[p]);
     }
     for (const char* name : {"o", "ht"}) {
       const auto& lo = out[0].at(name).data;

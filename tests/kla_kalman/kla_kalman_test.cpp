@@ -96,7 +96,7 @@ TensorMap<M> run_layer_mpfr(const TensorMap<double>& in, const Sets& sets, unsig
   ttr::precision_control<M>::set_bits(bits);
   const TensorMap<M> tin = to_mpfr(in);
   TensorMap<M> out;
-  ttr::layers::kla_kalman::sequential<M>(tin, ttr::Config::make(spec(), sets), ttr::RunOptions{}, out);
+  ttr::layers::kla_kalman::sequential<M>(tin, ttr::Config::make(spec(), sets), ttr::FormOptions{}, out);
   return out;
 }
 

@@ -120,7 +120,7 @@ TEST(KlaKalmanOverflow, MpfrOracleCarriesPrecisionBeyondFloat64) {
 
   ASSERT_GE(ttr::precision_control<M>::set_bits(256), 256u);
   TensorMap<M> got;
-  ttr::layers::kla_kalman::sequential<M>(to_mpfr(in), cfg, ttr::RunOptions{}, got);
+  ttr::layers::kla_kalman::sequential<M>(to_mpfr(in), cfg, ttr::FormOptions{}, got);
 
   // o and o_var are finite after rounding to double (μ_t ≈ 2^-t underflows to 0 or a
   // subnormal for large t: finite); Λ_T exceeds float64's range.

@@ -1,4 +1,4 @@
-// The mutant catalogue (oracles/mutants.hpp, reference/core/mutant.hpp): every
+// The mutant catalogue (gate/mutants.hpp, reference/core/mutant.hpp): every
 // catalogued bug really bites on every (layer, form) it claims, under the
 // conditions it lists; switched off, it leaves the form bit-identical; and no
 // mutant ever reaches a sequential form (the oracle's definitions).
@@ -16,7 +16,7 @@
 
 #include "oracles/error.hpp"
 #include "oracles/io/safetensors.hpp"
-#include "oracles/mutants.hpp"
+#include "gate/mutants.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
 #include "tests/support/cli.hpp"

@@ -1,5 +1,5 @@
-// precond_kda (PKDA), sequential form (reference/precond_kda/sequential.hpp and
-// reference/family/atk.hpp, through the oracle adapter oracles/layers/precond_kda.hpp),
+// precond_kda (PKDA), sequential form (reference/precond_gated_delta_rule/sequential.hpp with the
+// per-key decay, reference/family/atk.hpp, through the oracle adapter oracles/layers/precond_kda.hpp),
 // against an independent formulation at MPFR 512 bits:
 //   preconditioner (own implementation of the ATK formula, FLA semantics as in
 //   LAYERS.md / the spec notes; A is updated before it is used at token t):

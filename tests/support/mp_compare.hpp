@@ -56,7 +56,7 @@ TensorMap<mp> oracle256(const char* layer, const TensorMap<double>& in, const Se
   EXPECT_GE(ttr::precision_control<mp>::set_bits(256), 256u);
   const auto cfg = ttr::Config::make(ttr::find_layer(layer).spec, sets);
   TensorMap<mp> out;
-  Adapter::template sequential<mp>(to_mp(in), cfg, ttr::RunOptions{}, out);
+  Adapter::template sequential<mp>(to_mp(in), cfg, ttr::FormOptions{}, out);
   return out;
 }
 

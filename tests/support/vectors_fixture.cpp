@@ -13,27 +13,27 @@
 namespace ttr::test {
 namespace {
 
-using MpfrRun = void (*)(const TensorMap<mpfr_real>&, const Config&, const RunOptions&, TensorMap<mpfr_real>&);
+using MpfrRun = void (*)(const TensorMap<mpfr_real>&, const Config&, const FormOptions&, TensorMap<mpfr_real>&);
 
-// Every (layer, form) of layers.def, instantiated for MPFR (the chunk and scan
-// forms under the exact MPFR policy).
-#define TTR_LAYER(layer)
-#define TTR_LAYER_FORM(layer, form)                                                                      \
-  void run_##layer##__##form(const TensorMap<mpfr_real>& in, const Config& cfg, const RunOptions& opt,    \
+// Every forward (layer, form) of layers.def, instantiated for MPFR (the chunk
+// and scan forms under the exact MPFR policy).
+#define TTR_FORM(layer, form, direction) TTR_FORM_##direction(layer, form)
+#define TTR_FORM_backward(layer, form)
+#define TTR_FORM_forward(layer, form)                                                                    \
+  void run_##layer##__##form(const TensorMap<mpfr_real>& in, const Config& cfg, const FormOptions& opt,    \
                              TensorMap<mpfr_real>& out) {                                                 \
     layers::layer::template form<forms::form::arg<mpfr_real>>(in, cfg, opt, out);                        \
   }
 #include "oracles/layers/layers.def"
-#undef TTR_LAYER_FORM
-#undef TTR_LAYER
+#undef TTR_FORM_forward
 
 const std::map<std::pair<std::string, std::string>, MpfrRun>& adapters() {
   static const std::map<std::pair<std::string, std::string>, MpfrRun> m = {
-#define TTR_LAYER(layer)
-#define TTR_LAYER_FORM(layer, form) {{#layer, #form}, &run_##layer##__##form},
+#define TTR_FORM(layer, form, direction) TTR_FORM_##direction(layer, form)
+#define TTR_FORM_forward(layer, form) {{#layer, #form}, &run_##layer##__##form},
 #include "oracles/layers/layers.def"
-#undef TTR_LAYER_FORM
-#undef TTR_LAYER
+#undef TTR_FORM_forward
+#undef TTR_FORM_backward
   };
   return m;
 }
@@ -108,7 +108,7 @@ TensorMap<mpfr_real> mpfr_form(const std::string& layer, const std::string& form
     y.data.reserve(x.data.size());
     for (double d : x.data) y.data.emplace_back(d);  // exact: a double fits in >= 53 bits
   }
-  RunOptions opt;
+  FormOptions opt;
   opt.bits = bits;
   opt.chunk_size = chunk_size;
   it->second(in, cfg, opt, out);

@@ -1,0 +1,224 @@
+#include "gate/error_model.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "oracles/error.hpp"
+#include "reference/core/float16.hpp"
+#include "reference/core/mca.hpp"
+
+namespace ttr {
+namespace {
+
+// Smallest positive (subnormal) value of a dtype: the absolute spacing below
+// which nothing is representable, hence the floor of every bound.
+double tiny(Tier dtype) {
+  switch (dtype) {
+    case Tier::bf16: return std::ldexp(1.0, -133);
+    case Tier::fp16: return std::ldexp(1.0, -24);
+    case Tier::fp32: return std::ldexp(1.0, -149);
+    default: return std::numeric_limits<double>::denorm_min();
+  }
+}
+
+// What the kernel's rounding is, per form: the sequential definition rounds
+// every operation to the dtype; the chunk and scan forms compute in fp32 (fp64
+// for an fp64 kernel) and store/feed 16-bit values (docs/arithmetic-policies.md).
+struct Rounding {
+  double u_op;
+  McaFormat op_format;
+  double u_store;
+  McaFormat store_format;
+};
+McaFormat format_of(Tier dtype) {
+  switch (dtype) {
+    case Tier::bf16: return McaFormat::bf16;
+    case Tier::fp16: return McaFormat::fp16;
+    case Tier::fp32: return McaFormat::fp32;
+    default: return McaFormat::any;
+  }
+}
+Rounding rounding_of(Form form, Tier dtype) {
+  const double u = unit_roundoff(dtype);
+  if (form == Form::sequential) return {u, format_of(dtype), 0.0, McaFormat::any};
+  const bool narrow16 = dtype == Tier::bf16 || dtype == Tier::fp16;
+  if (narrow16) return {unit_roundoff(Tier::fp32), McaFormat::fp32, u, format_of(dtype)};
+  return {u, format_of(dtype), 0.0, McaFormat::any};
+}
+
+}  // namespace
+
+double unit_roundoff(Tier dtype) {
+  switch (dtype) {
+    case Tier::bf16: return std::ldexp(1.0, -8);
+    case Tier::fp16: return std::ldexp(1.0, -11);
+    case Tier::fp32: return std::ldexp(1.0, -24);
+    case Tier::fp64: return std::ldexp(1.0, -53);
+    default: throw InputError(fmt::format("no kernel dtype '{}' (bf16|fp16|fp32|fp64)", tier_name(dtype)));
+  }
+}
+
+double max_finite(Tier dtype) {
+  switch (dtype) {
+    case Tier::bf16: return BF16Format::max_finite();
+    case Tier::fp16: return FP16Format::max_finite();
+    case Tier::fp32: return std::numeric_limits<float>::max();
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+Location RowLayout::locate(std::int64_t row) const {
+  if (per_token) return {row / (T * H), (row / H) % T, row % H};
+  return {row / H, -1, row % H};
+}
+
+RowLayout row_layout(const TensorSpec& out, const Shape& shape) {
+  RowLayout l;
+  const std::int64_t n = numel(shape);
+  l.per_token = out.dims.size() >= 3 && out.dims[1] == "T";
+  if (l.per_token) {
+    l.T = shape.at(1);
+    l.H = shape.at(2);
+    l.rows = shape.at(0) * l.T * l.H;
+  } else {
+    l.H = shape.size() >= 2 ? shape[1] : 1;
+    l.rows = shape.at(0) * l.H;
+  }
+  l.width = l.rows ? n / l.rows : 0;
+  return l;
+}
+
+ErrorModel model_errors(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg,
+                        const TensorMap<double>& oracle, const ModelSpec& spec) {
+  ErrorModel m;
+  m.spec = spec;
+  m.u = unit_roundoff(spec.dtype);
+  const LayerRunner run = layer.runner(spec.form, Tier::mca, spec.direction);
+  const LayerSpec outputs = direction_spec(layer.spec, spec.direction);
+  const Rounding r = rounding_of(spec.form, spec.dtype);
+  FormOptions opt;
+  opt.chunk_size = spec.chunk_size;
+  // Sum over samples of each row's squared deviation from the oracle; NaN marks a
+  // row the model cannot describe (the oracle or a perturbed run non-finite).
+  TensorMap<double> sumsq;
+  for (int i = 0; i < spec.samples; ++i) {
+    mca_seed(spec.seed * 0x100000001B3ull + static_cast<std::uint64_t>(i), r.u_op, r.op_format, r.u_store,
+             r.store_format);
+    const LayerResult sample = run(inputs, cfg, opt);
+    for (const TensorSpec& out : outputs.outputs) {
+      const auto ref = oracle.find(out.name);
+      const auto got = sample.values.find(out.name);
+      if (ref == oracle.end() || got == sample.values.end()) continue;
+      const RowLayout l = row_layout(out, ref->second.shape);
+      Tensor<double>& acc = sumsq[out.name];
+      if (acc.data.empty()) acc = Tensor<double>({l.rows}, 0.0);
+      for (std::int64_t row = 0; row < l.rows; ++row) {
+        double s = 0.0;
+        for (std::int64_t j = row * l.width; j < (row + 1) * l.width; ++j) {
+          const double d = got->second.data[j] - ref->second.data[j];
+          s += d * d;
+        }
+        acc.data[row] += std::isfinite(s) ? s : std::numeric_limits<double>::quiet_NaN();
+      }
+    }
+  }
+  for (auto& [name, t] : sumsq) {
+    for (double& x : t.data) x = std::sqrt(x / spec.samples);
+    m.rms[name] = std::move(t);
+  }
+  mca_seed(0, 0.0, McaFormat::any, 0.0, McaFormat::any);  // leave the thread's arithmetic unperturbed
+  return m;
+}
+
+namespace {
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// One row's contribution: squared error and squared oracle norm over elements
+// where both are finite and the oracle is representable; non-finite bookkeeping.
+void compare_tensor(const TensorSpec& out, const Tensor<double>& ref, const Tensor<double>& cand,
+                    const Tensor<double>* rms, double u, Tier dtype, double threshold, TensorVerdict& v) {
+  const RowLayout l = row_layout(out, ref.shape);
+  const double top = max_finite(dtype);
+  v.elements = ref.numel();
+  v.rows = l.rows;
+  if (l.rows > 0) v.worst = l.locate(0);
+  for (std::int64_t row = 0; row < l.rows; ++row) {
+    double err2 = 0.0, ref2 = 0.0;
+    bool modelled = true, bad = false;
+    for (std::int64_t j = row * l.width; j < (row + 1) * l.width; ++j) {
+      const double c = cand.data[j], o = ref.data[j];
+      const bool representable = std::isfinite(o) && std::fabs(o) <= top;
+      if (std::isnan(c)) ++v.nan_count;
+      if (std::isinf(c)) ++v.inf_count;
+      if (!std::isfinite(c)) {
+        // Always a failure where the true value is finite and fits the dtype; a
+        // NaN is never a faithful value; an infinity must carry the right sign.
+        if (representable || std::isnan(c) || (std::isinf(o) && c != o) ||
+            (std::isfinite(o) && std::signbit(c) != std::signbit(o))) {
+          if (v.nonfinite_failures++ == 0) v.first_nonfinite = l.locate(row);
+          bad = true;
+        }
+        continue;
+      }
+      if (!representable) {  // the truth overflows the dtype: no error ratio to form
+        modelled = false;
+        continue;
+      }
+      const double d = c - o;
+      v.max_abs_error = std::max(v.max_abs_error, std::fabs(d));
+      err2 += d * d;
+      ref2 += o * o;
+    }
+    double ratio = 0.0;
+    if (bad) {
+      ratio = std::numeric_limits<double>::infinity();
+    } else if (modelled) {
+      const double model = rms ? rms->data[row] : 0.0;
+      if (!std::isfinite(model)) continue;  // the model cannot describe this row
+      const double bound = model + u * std::sqrt(ref2) + tiny(dtype) * std::sqrt(static_cast<double>(l.width));
+      ratio = std::sqrt(err2) / bound;
+    }
+    if (ratio > v.max_ratio) {
+      v.max_ratio = ratio;
+      v.worst = l.locate(row);
+    }
+  }
+  v.pass = v.nonfinite_failures == 0 && v.max_ratio <= threshold;
+}
+
+}  // namespace
+
+CheckResult compare(const LayerSpec& spec, const TensorMap<double>& oracle, const ErrorModel& model,
+                    const TensorMap<double>& candidate) {
+  CheckResult r;
+  r.layer = spec.name;
+  r.dtype = model.spec.dtype;
+  r.model_form = model.spec.form;
+  r.chunk_size = model.spec.chunk_size;
+  for (const TensorSpec& out : spec.outputs) {
+    if (!out.certifiable) continue;  // diagnostics of the arithmetic, not of the math
+    TensorVerdict v;
+    v.name = out.name;
+    const auto c = candidate.find(out.name);
+    if (c == candidate.end()) {
+      if (out.name == "o") throw InputError("candidate has no output tensor 'o'");
+      v.present = false;
+      r.tensors.push_back(v);
+      continue;
+    }
+    const Tensor<double>& ref = oracle.at(out.name);
+    if (c->second.shape != ref.shape)
+      throw InputError(fmt::format("candidate tensor '{}' has shape {}, expected {}", out.name,
+                                   shape_str(c->second.shape), shape_str(ref.shape)));
+    const auto m = model.rms.find(out.name);
+    compare_tensor(out, ref, c->second, m == model.rms.end() ? nullptr : &m->second, model.u, model.spec.dtype,
+                   r.threshold, v);
+    r.pass = r.pass && v.pass;
+    r.tensors.push_back(v);
+  }
+  return r;
+}
+
+}  // namespace ttr

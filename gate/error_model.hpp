@@ -1,0 +1,117 @@
+// The error model of the gate: for every output row of a kernel under test, the
+// error a correct kernel of that dtype is expected to make, so that an observed
+// error becomes an **error ratio** (observed / modelled), as LAPACK's testers
+// report a test ratio against a threshold. Derivation: docs/error-model.md.
+//
+// Row: the unit compared normwise — a token's feature vector ([B,T,H,F] outputs:
+// row (b,t,h) over F), a per-token scalar ([B,T,H]), or a (b,h) state block
+// ([B,H,...] outputs: row (b,h) over the rest).
+//
+// Model: the kernel's rounding is propagated through the exact computation by
+// Monte Carlo arithmetic (Parker 1997): `samples` runs of the form in the `mca`
+// tier, where every operation's result is perturbed by a relative δ ~ U(−u_op, u_op)
+// and every value the policy narrows by U(−u_store, u_store) (u of the dtype the
+// kernel computes / stores in). The RMS deviation of those runs from the oracle,
+// row by row, is the modelled error: it carries the magnitudes actually summed,
+// cancellation, state growth over T, decays and the condition of GKA's solves,
+// because it is the computation itself, perturbed. The bound of a row is
+//   bound = rms_mca + u_dtype · ‖oracle_row‖₂ + tiny(dtype) · √width
+// (the second term: storing the exact result in the dtype; the third: a floor for
+// rows that are exactly zero), and ratio = ‖candidate_row − oracle_row‖₂ / bound.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oracles/arith.hpp"
+#include "oracles/config.hpp"
+#include "oracles/registry.hpp"
+#include "oracles/spec.hpp"
+#include "reference/core/tensor.hpp"
+
+namespace ttr {
+
+// One documented threshold on the ratio for every layer, form and dtype
+// (calibration: docs/error-model.md).
+inline constexpr double kRatioThreshold = 8.0;
+
+struct ModelSpec {
+  Form form = Form::chunk;   // the algorithm whose rounding the model propagates
+  Direction direction = Direction::forward;
+  Tier dtype = Tier::bf16;   // the kernel's dtype: bf16 | fp16 | fp32 | fp64
+  int chunk_size = 64;
+  int samples = 8;           // Monte Carlo arithmetic runs
+  std::uint64_t seed = 0;    // of the perturbations: the same seed, the same model
+  // Further independent sources of the kernel's error: the models of these forms
+  // (same dtype, chunk size, samples, seed) are added in quadrature, row by row
+  // (a CUDA sequential fp32 kernel: its own form and the chunkwise preconditioner
+  // it is fed, gate/kernel_checks.cpp).
+  std::vector<Form> also = {};
+};
+
+// Unit roundoff of a kernel dtype: bf16 2^-8, fp16 2^-11, fp32 2^-24, fp64 2^-53.
+double unit_roundoff(Tier dtype);
+// Largest finite value of a kernel dtype.
+double max_finite(Tier dtype);
+
+// Where a row sits: (b, t, h) for per-token outputs, (b, -1, h) for state blocks.
+struct Location {
+  std::int64_t b = 0, t = -1, h = 0;
+};
+
+// How an output tensor splits into rows, from its spec dims.
+struct RowLayout {
+  std::int64_t rows = 0, width = 0;
+  bool per_token = false;  // dims[1] is T
+  std::int64_t T = 1, H = 1;
+  Location locate(std::int64_t row) const;
+};
+RowLayout row_layout(const TensorSpec& out, const Shape& shape);
+
+struct ErrorModel {
+  ModelSpec spec;
+  double u = 0.0;             // unit roundoff of spec.dtype
+  TensorMap<double> rms;      // per output tensor: [rows] RMS deviation of the MCA runs
+};
+
+// Runs the model of one form (spec.form; `also` is the judge's business) for one
+// input set. `oracle` is the MPFR oracle (F64-rounded). InputError when the
+// layer has no such form.
+ErrorModel model_errors(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg,
+                        const TensorMap<double>& oracle, const ModelSpec& spec);
+
+struct TensorVerdict {
+  std::string name;
+  bool present = true;          // false: absent from the candidate, not compared
+  std::int64_t elements = 0, rows = 0;
+  double max_abs_error = 0.0;   // over finite candidate elements with a finite oracle
+  double max_ratio = 0.0;       // over rows (inf when a row has a non-finite failure)
+  Location worst;               // row of max_ratio
+  std::int64_t nan_count = 0, inf_count = 0;  // in the candidate
+  // Non-finite candidate elements where the oracle is finite and representable in the dtype.
+  std::int64_t nonfinite_failures = 0;
+  Location first_nonfinite;     // row of the first such element
+  bool pass = true;
+};
+
+struct CheckResult {
+  std::string layer;
+  Tier dtype = Tier::bf16;
+  Form model_form = Form::chunk;
+  int chunk_size = 64;
+  double threshold = kRatioThreshold;
+  std::vector<TensorVerdict> tensors;  // in the spec's output order
+  bool pass = true;
+};
+
+// Compares a candidate with the oracle under the model. `o` must be present;
+// every other spec output is compared when the candidate has it (a kernel may not
+// return its final state) and listed as absent otherwise; diagnostics that
+// describe the arithmetic (spec `certifiable = false`: GKA's kappa, resid) are not
+// compared. A present tensor must have the oracle's shape (InputError naming the
+// tensor otherwise); tensors the spec does not know are ignored.
+CheckResult compare(const LayerSpec& spec, const TensorMap<double>& oracle, const ErrorModel& model,
+                    const TensorMap<double>& candidate);
+
+}  // namespace ttr

@@ -1,0 +1,213 @@
+#include "gate/gate.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fmt/format.h>
+#include <mutex>
+#include <thread>
+
+#include "oracles/error.hpp"
+#include "gate/kernel_checks.hpp"
+#include "gate/mutants.hpp"
+#include "reference/core/mutant.hpp"
+
+namespace ttr {
+namespace {
+
+// The gate's oracle precision: 128 bits. Its own rounding (2^-128 relative per
+// operation, amplified by at most the suite's conditioning, κ ≲ 1e4 for GKA)
+// stays more than 20 orders of magnitude below the fp32 errors the gate
+// measures, at about half the cost of 256 bits.
+constexpr unsigned kGateOracleBits = 128;
+
+Dims dims_of(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, std::int64_t V) {
+  return {{"B", B}, {"T", T}, {"H", H}, {"K", K}, {"V", V}, {"N", K}, {"D", V}};
+}
+
+// One (layer, case, seed): one judge, so the oracle is computed once and shared
+// by the unit's kernels × dtypes.
+struct Unit {
+  const LayerEntry* layer;
+  GateCase c;
+  std::uint64_t seed;
+  std::vector<std::pair<Form, Tier>> kernels;  // Backend::cpu: the forms × dtypes judged
+  std::size_t expected;                        // checks it makes (progress)
+};
+
+std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const Mutant mutant) {
+  const LayerSpec& spec = u.layer->spec;
+  const VectorCase vc = gate_vector_case(spec, u.c);
+  const TensorMap<double> in = generate_inputs(spec, vc, u.seed);
+  const Config cfg = Config::make(spec, vc.config);
+  // The model criterion's oracle is MPFR; FLA's practice compares with an fp32
+  // run of the sequential form.
+  const Arith reference = opt.criterion == Criterion::model ? Arith{Tier::mpfr, kGateOracleBits} : Arith{Tier::fp32, 0};
+  Judge judge(*u.layer, in, cfg, reference);
+  std::vector<GateCheck> out;
+  for (const auto& [form, dtype] : u.kernels) {
+    TensorMap<double> cand;
+    {
+      const MutantScope scope(mutant);  // the kernel under test only, never the oracle or the model
+      cand = run_layer(*u.layer, form, {dtype, 0}, in, cfg, u.c.chunk_size).values;
+    }
+    ModelSpec ms;
+    ms.form = form;
+    ms.dtype = dtype;
+    ms.chunk_size = u.c.chunk_size;
+    ms.samples = opt.samples;
+    ms.seed = u.seed;
+    GateCheck& g = out.emplace_back();
+    g.id = fmt::format("{}/{}/{}/{}/{}", spec.name, form_name(form), tier_name(dtype), u.c.name, u.seed);
+    g.result = opt.criterion == Criterion::fla ? judge.fla(cand, ms) : judge(cand, ms);
+  }
+  return out;
+}
+
+std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt) {
+  const LayerSpec& spec = u.layer->spec;
+  const VectorCase vc = gate_vector_case(spec, u.c);
+  KernelCheckOptions ko;
+  ko.backend = opt.backend;
+  ko.samples = opt.samples;
+  return check_kernels(*u.layer, generate_inputs(spec, vc, u.seed), Config::make(spec, vc.config), u.c.name, u.seed,
+                       ko);
+}
+
+}  // namespace
+
+const std::vector<std::string>& gate_suite_names() {
+  static const std::vector<std::string> n = {"default", "full"};
+  return n;
+}
+
+// Default: small shapes with T a multiple of no chunk size, many seeds (cheap,
+// so calibration over 1000 seeds is affordable), the adversarial regimes of the
+// WY/UT tests, and one realistic head size (K = V = 64, where accumulation
+// order matters) at C = 64. Full: more seeds, longer sequences, stress regimes.
+std::vector<GateCase> gate_cases(const std::string& suite) {
+  Regime plain, edges, dup, states, norms;
+  edges.decay_edges = edges.beta_edges = true;
+  dup.near_duplicate_keys = true;
+  states.optional_inputs = true;
+  norms.key_log10_norm_lo = -1;
+  norms.key_log10_norm_hi = 1;
+  if (suite == "default")
+    return {{"small", dims_of(1, 77, 2, 16, 16), plain, 16, 4},
+            {"edges", dims_of(1, 77, 2, 16, 16), edges, 16, 2},
+            {"near_duplicate_keys", dims_of(1, 77, 2, 16, 16), dup, 16, 2},
+            {"initial_states", dims_of(2, 45, 1, 16, 16), states, 16, 2},
+            {"realistic", dims_of(1, 130, 2, 64, 64), plain, 64, 1}};
+  if (suite == "full")
+    return {{"small", dims_of(1, 77, 2, 16, 16), plain, 16, 32},
+            {"edges", dims_of(1, 77, 2, 16, 16), edges, 16, 16},
+            {"near_duplicate_keys", dims_of(1, 77, 2, 16, 16), dup, 16, 16},
+            {"initial_states", dims_of(2, 45, 1, 16, 16), states, 16, 16},
+            {"key_norms", dims_of(1, 130, 2, 32, 32), norms, 32, 8},
+            {"realistic", dims_of(1, 600, 2, 64, 64), plain, 64, 4},
+            {"long", dims_of(1, 2100, 1, 64, 64), plain, 64, 1}};
+  throw InputError(fmt::format("unknown gate suite '{}' (default|full)", suite));
+}
+
+std::vector<std::pair<std::string, std::string>> gate_config(const LayerSpec& spec) {
+  if (spec.key("solver")) return {{"solver", "chebyshev"}};  // GKA's chunkwise solver (GKA §4.2)
+  return {};
+}
+
+VectorCase gate_vector_case(const LayerSpec& spec, const GateCase& c) {
+  return {c.name, "", c.dims, c.regime, gate_config(spec)};
+}
+
+void validate_gate_options(const GateOptions& opt) {
+  const std::vector<GateCase> cases = gate_cases(opt.suite);
+  for (const auto& name : opt.cases)
+    if (std::none_of(cases.begin(), cases.end(), [&](const GateCase& c) { return c.name == name; }))
+      throw InputError(fmt::format("suite '{}' has no case '{}'", opt.suite, name));
+  for (const auto& name : opt.layers) find_layer(name);
+  if (!opt.mutant.empty()) parse_mutant(opt.mutant);
+}
+
+GateResult run_gate(const GateOptions& opt) {
+  validate_gate_options(opt);
+  GateResult result;
+  if (opt.backend != Backend::cpu) {
+    if (opt.criterion != Criterion::model) throw InputError("the device kernels run under the model criterion only");
+    if (!opt.mutant.empty()) throw InputError("mutants are planted in the CPU kernels, not the device's");
+    const device::Status st = device::status();
+    if (!st.usable()) {
+      result.skipped = st.reason();
+      return result;
+    }
+    result.device = st.device;
+  }
+  std::vector<GateCase> cases = gate_cases(opt.suite);
+  if (!opt.cases.empty())
+    std::erase_if(cases, [&](const GateCase& c) {
+      return std::find(opt.cases.begin(), opt.cases.end(), c.name) == opt.cases.end();
+    });
+  const Mutant mutant = opt.mutant.empty() ? Mutant::none : parse_mutant(opt.mutant);
+  std::vector<Unit> units;
+  std::size_t total = 0;
+  for (const LayerEntry& e : registry()) {
+    if (!opt.layers.empty() && std::find(opt.layers.begin(), opt.layers.end(), e.spec.name) == opt.layers.end())
+      continue;
+    std::vector<std::pair<Form, Tier>> kernels;
+    std::size_t expected = 0;
+    if (opt.backend == Backend::cpu) {
+      for (Form form : e.form_list())
+        if (form != Form::sequential && (opt.forms.empty() || std::count(opt.forms.begin(), opt.forms.end(), form)))
+          for (Tier t : {Tier::bf16, Tier::fp32}) kernels.emplace_back(form, t);
+      expected = kernels.size();
+    } else {
+      expected = 2 * e.kernel_list(opt.backend).size();  // × bf16, fp32
+    }
+    if (expected == 0) continue;
+    for (const GateCase& c : cases) {
+      const int n = opt.seeds > 0 ? opt.seeds : c.seeds;
+      for (int s = 0; s < n; ++s) {
+        units.push_back({&e, c, opt.seed + static_cast<std::uint64_t>(s), kernels, expected});
+        total += expected;
+      }
+    }
+  }
+  std::vector<std::vector<GateCheck>> results(units.size());
+  std::atomic<std::size_t> next{0}, done{0};
+  std::atomic<bool> failed{false};
+  std::vector<char> ran(units.size(), 0);
+  std::mutex report;
+  std::exception_ptr failure;
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < units.size();) {
+      if (opt.fail_fast && failed) return;
+      try {
+        results[i] = opt.backend == Backend::cpu ? run_cpu_unit(units[i], opt, mutant) : run_kernel_unit(units[i], opt);
+        ran[i] = 1;
+        for (const GateCheck& c : results[i])
+          if (!c.result.pass) failed = true;
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(report);
+        if (!failure) failure = std::current_exception();
+        return;
+      }
+      const std::size_t d = done += units[i].expected;
+      if (opt.progress && !results[i].empty()) {
+        const std::lock_guard<std::mutex> lock(report);
+        opt.progress(d, total, results[i].front().id);
+      }
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned n = opt.threads > 0 ? static_cast<unsigned>(opt.threads) : hw;
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  for (std::size_t i = 0; i < units.size(); ++i)  // plan order; fail_fast: the units that ran
+    if (ran[i])
+      for (GateCheck& c : results[i]) result.checks.push_back(std::move(c));
+  for (const GateCheck& c : result.checks) result.pass = result.pass && c.result.pass;
+  return result;
+}
+
+}  // namespace ttr

@@ -1,0 +1,69 @@
+// The gate: a built-in suite of checks — layers × kernels × dtypes (bf16, fp32)
+// × cases × seeds — each judged (gate/judge.hpp) against the MPFR oracle under
+// the error model, or (criterion `fla`) by flash-linear-attention's practice.
+// The kernels are a backend's: the CPU chunk and scan forms (Backend::cpu), or a
+// device's kernels as the registry declares them (Backend::cuda,
+// gate/kernel_checks.hpp). `ttrcheck gate` prints and reports it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gate/judge.hpp"
+#include "oracles/vectors.hpp"
+
+namespace ttr {
+
+struct GateCase {
+  std::string name;
+  Dims dims;
+  Regime regime;
+  int chunk_size = 64;
+  int seeds = 1;  // seeds per case in this suite (overridden by GateOptions::seeds)
+};
+
+struct GateOptions {
+  Backend backend = Backend::cpu;       // whose kernels: the CPU forms or the device's
+  std::string suite = "default";        // default | full
+  std::vector<std::string> layers;      // empty: every layer with a chunk or scan form
+  std::vector<Form> forms;              // empty: every chunk and scan form
+  std::vector<std::string> cases;       // empty: every case of the suite
+  std::uint64_t seed = 0;               // first seed
+  int seeds = 0;                        // > 0: seeds per case instead of the suite's
+  int threads = 0;                      // 0: hardware concurrency
+  int samples = 8;                      // Monte Carlo arithmetic runs of the model
+  Criterion criterion = Criterion::model;
+  std::string mutant;                   // run the kernels under this mutant (testing the gate)
+  bool fail_fast = false;               // stop scheduling work after the first failed check
+  std::function<void(std::size_t done, std::size_t total, const std::string& id)> progress;
+};
+
+struct GateCheck {
+  std::string id;  // layer/form/dtype/case/seed
+  CheckResult result;
+};
+
+struct GateResult {
+  std::vector<GateCheck> checks;  // in plan order (independent of threads); fail_fast: those run
+  bool pass = true;               // true when skipped: a missing device is not a failure
+  std::string skipped;            // why the backend did not run ("skipped: no CUDA device"), or ""
+  std::string device;             // the device that ran it (Backend::cuda)
+};
+
+const std::vector<std::string>& gate_suite_names();  // default, full
+std::vector<GateCase> gate_cases(const std::string& suite);  // InputError for unknown suites
+// The layer's configuration in the gate (GKA runs its chunkwise solver).
+std::vector<std::pair<std::string, std::string>> gate_config(const LayerSpec& spec);
+
+// InputError naming the first unknown suite, case, layer or mutant.
+void validate_gate_options(const GateOptions& opt);
+GateResult run_gate(const GateOptions& opt);
+
+// The gate's inputs for a layer and case: dims and regime of the case, the
+// layer's gate configuration.
+VectorCase gate_vector_case(const LayerSpec& spec, const GateCase& c);
+
+}  // namespace ttr

@@ -1,0 +1,134 @@
+#include "gate/judge.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "oracles/error.hpp"
+
+namespace ttr {
+
+Judge::Judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg, Arith oracle,
+             Direction direction)
+    : layer_(layer), inputs_(inputs), cfg_(cfg), direction_(direction),
+      spec_(direction_spec(layer.spec, direction)), oracle_arith_(oracle) {}
+
+Judge::Judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg, TensorMap<double> oracle,
+             Direction direction)
+    : layer_(layer), inputs_(inputs), cfg_(cfg), direction_(direction),
+      spec_(direction_spec(layer.spec, direction)), oracle_(std::move(oracle)) {}
+
+const TensorMap<double>& Judge::oracle() {
+  if (!oracle_)
+    oracle_ = run_layer(layer_, Form::sequential, oracle_arith_, inputs_, cfg_, 64, direction_).values;
+  return *oracle_;
+}
+
+const ErrorModel& Judge::single(const ModelSpec& ms, Form form) {
+  const auto key = std::make_tuple(static_cast<int>(form), static_cast<int>(ms.dtype), ms.chunk_size, ms.samples,
+                                   ms.seed, static_cast<int>(ms.direction));
+  auto it = singles_.find(key);
+  if (it == singles_.end()) {
+    ModelSpec one = ms;
+    one.form = form;
+    one.also.clear();
+    one.direction = direction_;
+    it = singles_.emplace(key, model_errors(layer_, inputs_, cfg_, oracle(), one)).first;
+  }
+  return it->second;
+}
+
+namespace {
+
+// Row-wise quadrature sum: `into` += `add` as independent errors.
+void add_in_quadrature(ErrorModel& into, const ErrorModel& add) {
+  for (auto& [name, t] : into.rms)
+    if (const auto r = add.rms.find(name); r != add.rms.end())
+      for (std::size_t i = 0; i < t.data.size(); ++i) t.data[i] = std::hypot(t.data[i], r->second.data[i]);
+}
+
+std::string key_of(const ModelSpec& ms) {
+  std::string k = fmt::format("{}/{}/{}/{}/{}", static_cast<int>(ms.form), static_cast<int>(ms.dtype), ms.chunk_size,
+                              ms.samples, ms.seed);
+  for (Form f : ms.also) k += fmt::format("+{}", static_cast<int>(f));
+  return k;
+}
+
+}  // namespace
+
+const ErrorModel& Judge::model(const ModelSpec& ms) {
+  if (ms.also.empty()) return single(ms, ms.form);
+  const std::string key = key_of(ms);
+  auto it = combined_.find(key);
+  if (it == combined_.end()) {
+    ErrorModel m = single(ms, ms.form);
+    for (Form f : ms.also) add_in_quadrature(m, single(ms, f));
+    m.spec = ms;
+    it = combined_.emplace(key, std::move(m)).first;
+  }
+  return it->second;
+}
+
+CheckResult Judge::operator()(const TensorMap<double>& candidate, const ModelSpec& ms) {
+  const TensorMap<double>& ref = oracle();
+  return compare(spec_, ref, model(ms), candidate);
+}
+
+CheckResult Judge::nonfinite(const TensorMap<double>& candidate, Tier dtype) {
+  ErrorModel none;  // the non-finite rule of compare() needs no model
+  none.spec.dtype = dtype;
+  none.spec.direction = direction_;
+  none.u = unit_roundoff(dtype);
+  const TensorMap<double>& ref = oracle();
+  return compare(spec_, ref, none, candidate);
+}
+
+CheckResult Judge::between(const TensorMap<double>& reference, const TensorMap<double>& candidate, const ModelSpec& a,
+                           const ModelSpec& b) {
+  ErrorModel both = model(a);
+  add_in_quadrature(both, model(b));
+  return compare(spec_, reference, both, candidate);
+}
+
+// FLA's criterion: per output tensor, ‖c − r‖₂/‖r‖₂ over the whole tensor against
+// an fp32 run of the sequential form, reported as a ratio to 0.005 (threshold 1).
+CheckResult Judge::fla(const TensorMap<double>& cand, const ModelSpec& ms) {
+  const TensorMap<double>& reference = oracle();
+  CheckResult r;
+  r.layer = spec_.name;
+  r.dtype = ms.dtype;
+  r.model_form = ms.form;
+  r.chunk_size = ms.chunk_size;
+  r.threshold = 1.0;
+  for (const TensorSpec& out : spec_.outputs) {
+    if (!out.certifiable) continue;
+    TensorVerdict v;
+    v.name = out.name;
+    const Tensor<double>& ref = reference.at(out.name);
+    const Tensor<double>& c = cand.at(out.name);
+    double num = 0, den = 0;
+    for (std::size_t e = 0; e < ref.data.size(); ++e) {
+      const double d = c.data[e] - ref.data[e];
+      num += d * d;
+      den += ref.data[e] * ref.data[e];
+      if (std::isnan(c.data[e])) ++v.nan_count;
+      if (std::isinf(c.data[e])) ++v.inf_count;
+      if (std::isfinite(d)) v.max_abs_error = std::max(v.max_abs_error, std::fabs(d));
+    }
+    v.elements = ref.numel();
+    const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    v.max_ratio = std::isnan(rel) ? std::numeric_limits<double>::infinity() : rel / kFlaRelRmsThreshold;
+    v.pass = v.max_ratio <= 1.0;
+    r.pass = r.pass && v.pass;
+    r.tensors.push_back(v);
+  }
+  return r;
+}
+
+CheckResult judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg,
+                  const TensorMap<double>& candidate, const JudgeOptions& opt) {
+  Judge j(layer, inputs, cfg, opt.oracle, opt.model.direction);
+  return opt.criterion == Criterion::fla ? j.fla(candidate, opt.model) : j(candidate, opt.model);
+}
+
+}  // namespace ttr

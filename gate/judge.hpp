@@ -1,0 +1,85 @@
+// The judge: the one path from a candidate's outputs to a verdict —
+//   oracle (a reference form in high precision) → error model (the same
+//   algorithm in Monte Carlo arithmetic, gate/error_model.hpp) → compare (per-row
+//   error ratios, the NaN/Inf rule) → CheckResult.
+// `ttrcheck check`, the gate (CPU forms and device kernels), the fuzz campaign,
+// the fuzz harnesses and the Python API all judge through it, so a verdict means
+// the same thing wherever it is printed.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "gate/error_model.hpp"
+
+namespace ttr {
+
+// How a candidate is judged: against the error model (the product), or by
+// flash-linear-attention's practice for comparison — relative RMS per tensor
+// against an fp32 sequential run, threshold 0.005 (tests/ops/* of FLA).
+enum class Criterion { model, fla };
+inline constexpr double kFlaRelRmsThreshold = 0.005;
+
+struct JudgeOptions {
+  ModelSpec model;                     // the kernel's algorithm, dtype, chunk size, samples, seed, direction
+  Arith oracle{Tier::mpfr, 256};       // the reference: the sequential form in this arithmetic
+  Criterion criterion = Criterion::model;
+};
+
+// One input set of one layer, judged once or many times: the oracle is computed
+// once (or given), each model once per ModelSpec, so a gate unit that judges
+// several kernels and dtypes on the same inputs pays for each only once.
+class Judge {
+ public:
+  // The oracle computed on first use: `layer`'s sequential form in `oracle`
+  // arithmetic, in `direction` (backward: the inputs hold the cotangents).
+  Judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg, Arith oracle = {Tier::mpfr, 256},
+        Direction direction = Direction::forward);
+  // A stored oracle (`check --oracle`).
+  Judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg, TensorMap<double> oracle,
+        Direction direction = Direction::forward);
+  // The judge keeps a reference to the inputs (they may be large): they must
+  // outlive it, so temporaries are refused at compile time.
+  Judge(const LayerEntry&, TensorMap<double>&&, const Config&, Arith = {}, Direction = Direction::forward) = delete;
+  Judge(const LayerEntry&, TensorMap<double>&&, const Config&, TensorMap<double>, Direction = Direction::forward) = delete;
+
+  const TensorMap<double>& oracle();
+  // The direction's spec: what the candidate's tensors are (forward: the layer's outputs).
+  const LayerSpec& spec() const { return spec_; }
+  // The model of `ms` (quadrature over ms.form and ms.also), cached.
+  const ErrorModel& model(const ModelSpec& ms);
+
+  // The verdict on a candidate under the model of `ms`.
+  CheckResult operator()(const TensorMap<double>& candidate, const ModelSpec& ms);
+  // The verdict under FLA's criterion: the oracle must be the fp32 sequential run.
+  CheckResult fla(const TensorMap<double>& candidate, const ModelSpec& ms);
+  // Only the NaN/Inf rule (a non-finite candidate element where the oracle is
+  // finite and representable in ms.dtype fails), no model: what screening needs.
+  CheckResult nonfinite(const TensorMap<double>& candidate, Tier dtype);
+  // Two candidates against each other (e.g. a chunk kernel against a sequential
+  // kernel of the same dtype): `reference` in the oracle's place, the two
+  // kernels' models in quadrature (independent errors).
+  CheckResult between(const TensorMap<double>& reference, const TensorMap<double>& candidate, const ModelSpec& a,
+                      const ModelSpec& b);
+
+ private:
+  const ErrorModel& single(const ModelSpec& ms, Form form);
+
+  const LayerEntry& layer_;
+  const TensorMap<double>& inputs_;
+  Config cfg_;
+  Direction direction_;
+  LayerSpec spec_;
+  Arith oracle_arith_;
+  std::optional<TensorMap<double>> oracle_;
+  std::map<std::tuple<int, int, int, int, std::uint64_t, int>, ErrorModel> singles_;
+  std::map<std::string, ErrorModel> combined_;
+};
+
+// The one-shot form: oracle, model and verdict for one candidate.
+CheckResult judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg,
+                  const TensorMap<double>& candidate, const JudgeOptions& opt);
+
+}  // namespace ttr

@@ -1,0 +1,48 @@
+// A device's kernels under the judge: each (layer, input set) computes the MPFR
+// oracle once (sequential form, 128 bits, as the CPU gate) and, per dtype, the
+// error model of each kernel, then judges every kernel the registry declares for
+// the backend (oracles/layers/layers.def, TTR_KERNEL lines).
+//
+// The model of a kernel is the model of the CPU form it implements, at the
+// kernels' chunk size 64 and in its dtype (docs/error-model.md), except for the
+// sequential kernel in fp32: the quadrature sum of the sequential form's fp32
+// model (the kernel is that form for the delta recurrence: every operation fp32)
+// and the chunk form's fp32 model (for precond_*, the write key k̃ comes from the
+// chunkwise preconditioner). Neither alone bounds it: on the gate's `edges` case
+// (β ∈ {0, 1}, decays of 1e-30) GDN's sequential fp32 kernel reached ratio 34.9
+// under the chunk model, and PGDN's 18.1 under the sequential model (H100). In
+// bf16 the sequential kernel rounds to bf16 only its inputs and o, a subset of
+// the chunk form's narrowing points: the chunk form's bf16 model (ratios ≤ 1.2).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gate/gate.hpp"
+#include "gpu/binding/device.hpp"
+
+namespace ttr {
+
+inline constexpr int kKernelChunkSize = 64;
+
+// The model a backend kernel of `form` makes in `dtype` (see above).
+ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed);
+
+struct KernelCheckOptions {
+  Backend backend = Backend::cuda;
+  std::vector<Form> forms = {Form::chunk, Form::sequential};  // the kernels judged, when declared
+  std::vector<Tier> dtypes = {Tier::bf16, Tier::fp32};
+  int samples = 8;
+  // Also judge the chunk kernel against the sequential kernel directly (same
+  // dtype), their models in quadrature: id ".../cuda-chunk-vs-sequential/...".
+  bool cross = false;
+  KernelOptions launch;
+};
+
+// One layer on one input set: checks in (dtype, kernel) order, ids
+// "layer/<kernel>/<dtype>/<case>/<seed>".
+std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<double>& in, const Config& cfg,
+                                     const std::string& case_name, std::uint64_t seed, const KernelCheckOptions& opt);
+
+}  // namespace ttr

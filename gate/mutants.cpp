@@ -1,0 +1,271 @@
+#include "gate/mutants.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <stdexcept>
+
+#include "oracles/error.hpp"
+#include "oracles/registry.hpp"
+
+namespace ttr {
+namespace {
+
+// The layers whose chunk and scan forms share an injection point: a family of
+// the declaration (oracles/layers/layers.def), optionally only its layers with a
+// decay gate `g` (the reference/family/ file named in each comment).
+struct Group {
+  const char* family;
+  bool decayed = false;  // only the layers with a log-decay input g
+};
+const Group kGatedLinear{"gated_linear"};           // gated_linear_chunk.hpp
+const Group kDecayedGatedLinear{"gated_linear", true};
+const Group kDelta{"delta"};                        // delta_chunk.hpp
+const Group kDecayedDelta{"delta", true};
+const Group kGka{"gka"};
+const Group kKla{"kalman"};
+
+// Targets: `form` of every layer of each group, in declaration order.
+std::vector<MutantTarget> on(Form form, std::initializer_list<Group> groups) {
+  std::vector<MutantTarget> t;
+  for (const Group& g : groups)
+    for (const LayerEntry& e : registry())
+      if (e.spec.family == g.family && (!g.decayed || e.spec.input("g")) && e.has_form(form))
+        t.push_back({e.spec.name, form});
+  return t;
+}
+// One named layer (a mutant of a layer's own step, not of a shared core).
+std::vector<MutantTarget> on(Form form, const char* layer) { return {{layer, form}}; }
+std::vector<MutantTarget> operator+(std::vector<MutantTarget> a, const std::vector<MutantTarget>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+std::vector<MutantInfo> build() {
+  const Form chunk = Form::chunk, scan = Form::scan;
+  std::vector<MutantInfo> c;
+  const auto add = [&](Mutant id, const char* name, const char* description, std::vector<MutantTarget> targets,
+                       MutantConditions needs = {}, const char* note = "") {
+    c.push_back({id, name, description, std::move(targets), std::move(needs), note});
+  };
+
+  add(Mutant::causal_mask_strict, "causal-mask-strict",
+      "intra-chunk causal mask off by one: scores kept for s < t instead of s <= t, so no token reads its own write",
+      on(chunk, {kGatedLinear, kDelta, kGka}));
+  {
+    MutantConditions n;
+    n.min_chunks = 2;
+    add(Mutant::decay_after_update, "decay-after-update",
+        "state passing adds the chunk's update before applying the chunk decay (h += k^T v; h *= exp(g_last) swapped)",
+        on(chunk, {kDecayedGatedLinear, kDecayedDelta, kGka}), n);
+    add(Mutant::gate_cumsum_not_reset, "gate-cumsum-not-reset",
+        "cumulative log-gates not reset at chunk starts (a global cumsum where chunk_local_cumsum is meant): "
+        "the chunk-initial state is decayed again by all earlier gates",
+        on(chunk, {kDecayedGatedLinear, kDecayedDelta, kGka}), n);
+  }
+  add(Mutant::ut_beta_dropped, "ut-beta-dropped",
+      "UT matrix A = tril(K W^T ⊙ Γ, -1) built without the Diag(β) row scaling", on(chunk, {kDelta}));
+  add(Mutant::kaczmarz_eps_outside, "kaczmarz-eps-outside",
+      "Kaczmarz coefficient η/‖k‖² + eps instead of η/(‖k‖² + eps): eps added where it guards nothing",
+      on(chunk, "kaczmarz_delta_rule"), {},
+      "changes β̃ by ≈ eps(1 + η/‖k‖⁴): relative effect ~eps = 1e-6 on unit-norm keys, so visible in fp64/fp32 "
+      "but below bf16's resolution there; large (and inf/NaN at k = 0) for keys with ‖k‖² ≲ eps");
+  add(Mutant::pgdn_unpreconditioned_write, "pgdn-unpreconditioned-write",
+      "PGDN/PKDA write key k instead of the preconditioned k̃ = B ⊙ k (final_A_state still right)",
+      on(chunk, "precond_gated_delta_rule") + on(chunk, "precond_kda"));
+  add(Mutant::gka_constant_lambda, "gka-constant-lambda",
+      "GKA ridge λ fixed at 0.25 (MesaNet's floor) instead of the adaptive λ_t = a‖H_t‖_F",
+      on(chunk, {kGka}), {}, "invisible when the config itself fixes lambda = 0.25");
+  {
+    MutantConditions n;
+    n.config = {{"solver", "chebyshev"}};
+    add(Mutant::chebyshev_omega0_wrong, "chebyshev-omega0-wrong",
+        "Chebyshev weight recursion ω_i = 4/(4 - ρ²ω_{i-1}) started at ω_0 = 1 instead of the configured omega0",
+        on(chunk, {kGka}), n,
+        "only with solver=chebyshev and omega0 != 1; the effect is the solver's remaining error after `iters` "
+        "steps (≈5e-4 relative in o on the demo case, 30 iterations, a = 0.02): clear in fp64/fp32, of the order "
+        "of the bf16 Chebyshev solve's own error");
+  }
+  add(Mutant::gka_norm_previous_token, "gka-norm-previous-token",
+      "GKA ‖H‖_F (eq. (5)) read one token late: λ_t and Chebyshev's L use ‖H_{t-1}‖_F",
+      on(chunk, {kGka}), {},
+      "with a fixed lambda only Chebyshev's bound L and the `fro` diagnostic change (o is unchanged under "
+      "solver=exact or cg)");
+  add(Mutant::kla_gate_current_precision, "kla-gate-current-precision",
+      "KLA-K mean gate f_t = ā/(ā² + p̄Λ_t) instead of ā/(ā² + p̄Λ_{t-1}) (off by one between the two scans)",
+      on(chunk, {kKla}) + on(scan, {kKla}), {}, "invisible where p̄ = 0 (f_t = 1/ā does not read Λ)");
+  {
+    MutantConditions n;
+    n.tiers = {Tier::bf16, Tier::fp16};
+    add(Mutant::accumulate_in_16bit, "accumulate-in-16bit",
+        "products and readouts accumulate in the 16-bit storage format (bf16/fp16 accumulator, every partial sum "
+        "rounded) instead of fp32",
+        on(chunk, {kGatedLinear, kDelta, kGka}) + on(scan, {kGatedLinear, kKla}) + on(chunk, {kKla}), n,
+        "a precision bug: identical to the correct form under the fp32/fp64/MPFR policies, which have no narrower "
+        "format. On the demo case (K = V = 16, C = 16) it moves o by 2-4 u (GKA 10-15 u) where the correct form's "
+        "error is 1-2 u: only an error model tight to the unit roundoff catches it; the gap grows with K and C");
+  }
+  {
+    MutantConditions n;
+    n.inputs = {"h0"};
+    add(Mutant::h0_ignored, "h0-ignored", "initial state h0 ignored: the chunk/scan form starts from zero",
+        on(chunk, {kGatedLinear, kDelta, kGka}) + on(scan, {kGatedLinear}), n, "gka also ignores hkk0");
+  }
+  add(Mutant::scale_applied_twice, "scale-applied-twice",
+      "output scaled by scale² (scale folded into q by the caller and applied again by the kernel)",
+      on(chunk, {kGatedLinear, kDelta}) + on(scan, {kGatedLinear}), {}, "invisible when scale = 1");
+  {
+    MutantConditions n;
+    n.several_sequences = true;
+    add(Mutant::state_leaks_across_heads, "state-leaks-across-heads",
+        "state not reset between (batch, head) work items: each starts from the previous one's final state "
+        "instead of its own h0",
+        on(chunk, {kGatedLinear, kDelta, kGka}), n);
+  }
+  {
+    MutantConditions n;
+    n.partial_last_chunk = true;
+    add(Mutant::last_partial_chunk_dropped, "last-partial-chunk-dropped",
+        "floor(T/C) chunks launched instead of ceil(T/C): the last partial chunk's outputs stay 0 and the final "
+        "state misses it",
+        on(chunk, {kGatedLinear, kDelta, kGka}), n);
+  }
+  {
+    MutantConditions n;
+    n.min_chunks = 4;  // the chunked scan's Blelloch tree over the aggregates composes P ⊕ L only from 4 leaves
+    add(Mutant::scan_operands_swapped, "scan-operands-swapped",
+        "Blelloch down-sweep composes L ⊕ P instead of P ⊕ L (a commutative-sum scan reused for a "
+        "non-commutative composition)",
+        on(scan, {kDecayedGatedLinear, kKla}) + on(chunk, {kKla}), n,
+        "invisible where the composition commutes: linear_attn's affine maps have unit factors");
+  }
+  {
+    MutantConditions n;
+    n.min_chunks = 2;
+    add(Mutant::scan_carry_inclusive, "scan-carry-inclusive",
+        "two-level chunked scan: chunk c's carry-in is the inclusive prefix of the aggregates (its own included) "
+        "instead of the exclusive one",
+        on(chunk, {kKla}), n);
+  }
+  {
+    MutantConditions n;
+    n.special = SpecialInput::strong_decay;
+    add(Mutant::gate_exp_unmasked, "gate-exp-unmasked",
+        "chunk decay factors exp(b_t − b_s) computed for every pair and the causal mask applied by multiplying "
+        "(inf·0 = NaN above the diagonal once a chunk's gates sum below exp's range)",
+        on(chunk, {kDecayedGatedLinear, kDecayedDelta}), n,
+        "bit-identical to the correct form unless some span of one chunk has Σg < −88.7 (fp32 and the 16-bit "
+        "policies) or < −709.8 (fp64): realistic gates (≈ −0.05 per token) never; g = log(1e-30) in two tokens does");
+  }
+  {
+    MutantConditions n;
+    n.special = SpecialInput::zero_key;
+    add(Mutant::kaczmarz_eps_dropped, "kaczmarz-eps-dropped",
+        "Kaczmarz coefficient η/‖k‖² with no eps (KLA-Z eq. (3) with eps = 0): +inf, then NaN, at a zero key",
+        on(chunk, "kaczmarz_delta_rule"), n,
+        "NaN only where ‖k‖² = 0 in the kernel's arithmetic; elsewhere off by ≈ eps/‖k‖² relative (1e-6 on unit "
+        "keys: below bf16's resolution, of the order of fp32's model error)");
+  }
+  {
+    MutantConditions n;
+    n.config = {{"solver", "chebyshev"}};
+    n.special = SpecialInput::zero_write_prefix;
+    add(Mutant::gka_zero_norm_unguarded, "gka-zero-norm-unguarded",
+        "GKA tokens with H_t = 0 (so ‖H_t‖_F = 0 and λ_t = 0) not special-cased: Chebyshev's ρ = 0/0 and step "
+        "2/(L + μ) = 2/0 make x_t and o_t NaN",
+        on(chunk, {kGka}), n,
+        "bit-identical to the correct form unless some H_t is exactly 0 (β = 0 or k = 0 at every token since the "
+        "start, no hkk0); also NaN under solver=exact (a singular solve); cg stops at pᵀAp = 0 and is unaffected");
+  }
+  return c;
+}
+
+}  // namespace
+
+const char* special_input_text(SpecialInput s) {
+  switch (s) {
+    case SpecialInput::none: return "";
+    case SpecialInput::strong_decay: return "strong decays: a chunk whose log-gates sum below -88.7 (fp32) / -709.8 (fp64)";
+    case SpecialInput::zero_key: return "a zero key (‖k‖² = 0 in the kernel's arithmetic)";
+    case SpecialInput::zero_write_prefix: return "H_t = 0 at some token: β = 0 from the sequence start, no hkk0";
+  }
+  return "";
+}
+
+void plant_special_input(SpecialInput s, const LayerSpec& spec, TensorMap<double>& inputs) {
+  const auto with_role = [&](Role role) -> Tensor<double>* {
+    for (const TensorSpec& t : spec.inputs)
+      if (t.role == role && inputs.count(t.name)) return &inputs.at(t.name);
+    return nullptr;
+  };
+  switch (s) {
+    case SpecialInput::none: return;
+    case SpecialInput::strong_decay: {
+      Tensor<double>* g = with_role(Role::log_decay);
+      if (!g) throw InputError(fmt::format("layer '{}' has no log-decay input to make strong", spec.name));
+      // bf16-rounded log(1e-30) = −69.0: two such tokens overflow fp32's exp, eleven fp64's.
+      for (double& x : g->data) x = -69.0;
+      return;
+    }
+    case SpecialInput::zero_key: {
+      Tensor<double>* k = with_role(Role::key);
+      if (!k) throw InputError(fmt::format("layer '{}' has no key input to zero", spec.name));
+      const std::int64_t T = k->shape.at(1), H = k->shape.at(2), K = k->shape.at(3);
+      for (std::int64_t r = 0; r < k->numel() / K; ++r)
+        if ((r / H) % T % 5 == 0) std::fill_n(k->data.begin() + r * K, K, 0.0);
+      return;
+    }
+    case SpecialInput::zero_write_prefix: {
+      const TensorSpec* beta = spec.input("beta");
+      if (!beta || !inputs.count("q")) throw InputError(fmt::format("layer '{}' has no write gate beta", spec.name));
+      const Tensor<double>& q = inputs.at("q");
+      Tensor<double> b({q.shape.at(0), q.shape.at(1), q.shape.at(2)}, 1.0);
+      const std::int64_t T = q.shape[1], H = q.shape[2];
+      for (std::int64_t r = 0; r < b.numel(); ++r)
+        if ((r / H) % T < 3) b.data[r] = 0.0;
+      inputs["beta"] = std::move(b);
+      for (const TensorSpec& t : spec.inputs)
+        if (!t.required && (t.role == Role::state || t.role == Role::psd_matrix)) inputs.erase(t.name);
+      return;
+    }
+  }
+}
+
+bool MutantInfo::affects(const std::string& layer, Form form) const {
+  for (const auto& t : targets)
+    if (t.layer == layer && t.form == form) return true;
+  return false;
+}
+
+const std::vector<MutantInfo>& mutant_catalogue() {
+  static const std::vector<MutantInfo> c = build();
+  return c;
+}
+
+const MutantInfo& mutant_info(Mutant m) {
+  for (const auto& e : mutant_catalogue())
+    if (e.id == m) return e;
+  throw std::invalid_argument("mutant_info: Mutant::none has no catalogue entry");
+}
+
+const char* mutant_name(Mutant m) { return m == Mutant::none ? "none" : mutant_info(m).name.c_str(); }
+
+Mutant parse_mutant(const std::string& name) {
+  std::string known = "none";
+  for (const auto& e : mutant_catalogue()) {
+    if (e.name == name) return e.id;
+    known += ", " + e.name;
+  }
+  if (name == "none") return Mutant::none;
+  throw InputError(fmt::format("unknown mutant '{}' (known: {})", name, known));
+}
+
+std::vector<const MutantInfo*> mutants_for(const std::string& layer, Form form) {
+  std::vector<const MutantInfo*> out;
+  for (const auto& e : mutant_catalogue())
+    if (e.affects(layer, form)) out.push_back(&e);
+  return out;
+}
+
+}  // namespace ttr

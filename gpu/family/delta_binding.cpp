@@ -1,0 +1,115 @@
+#include "gpu/family/delta_binding.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "gpu/binding/device.hpp"
+#include "oracles/error.hpp"
+
+namespace ttr::device {
+
+#ifndef TTR_WITH_CUDA
+
+TensorMap<double> run_delta(const DeltaBinding&, Form, const TensorMap<double>&, const Config&, Tier,
+                            const KernelOptions&) {
+  throw_not_built();
+}
+
+#else
+
+TensorMap<double> run_delta(const DeltaBinding& bind, Form form, const TensorMap<double>& in, const Config& cfg,
+                            Tier dtype, const KernelOptions& opt) {
+  const bool bf16 = kernel_dtype_is_bf16(dtype);
+  const Tensor<double>& q = in.at("q");
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
+  const int Kp = pad16(K), Vp = pad16(V);
+  if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
+  const std::int64_t rows = B * T * H, BH = B * H;
+  // What the kernel receives: activations rounded to the dtype (through fp32, as
+  // run_in_tier then policy_inputs do for the CPU chunk forms).
+  auto activation = [&](const char* name) {
+    std::vector<float> x = to_float(in.at(name));
+    if (bf16)
+      for (float& e : x) e = round_bf16(e);
+    return x;
+  };
+  const std::vector<float> qf = activation("q"), kf = activation("k"), vf = activation("v"), bf = activation("beta");
+  gpu::DeviceBuffer dq = upload(qf, rows, K, Kp, bf16), dk = upload(kf, rows, K, Kp, bf16);
+  gpu::DeviceBuffer dv = upload(vf, rows, V, Vp, bf16), dbeta = upload(bf, rows, 1, 1, bf16);
+  // use_qk_l2norm_in_kernel on the device (the CPU chunk form's order: narrow,
+  // normalise in fp32, narrow); PGDN's preconditioner reads the fp32 key.
+  gpu::DeviceBuffer dk32;
+  const bool l2 = cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel");
+  if (l2) {
+    if (bind.precond) dk32 = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * Kp * 4);
+    gpu::l2norm_rows(dtype_of(bf16), dq.get(), dq.get(), nullptr, rows, Kp, 1e-6f);
+    gpu::l2norm_rows(dtype_of(bf16), dk.get(), dk.get(), static_cast<float*>(dk32.get()), rows, Kp, 1e-6f);
+  }
+  gpu::DeviceBuffer dw, dg, dh0, dA, datk_g, datk_b, dA0, dcenter;
+  if (bind.precond) {
+    // The diagonal preconditioner (PDN §3.3) on the device, in fp32 (gpu/family/atk_chunk.cu).
+    gpu::AtkArgs p;
+    p.B = static_cast<int>(B), p.T = static_cast<int>(T), p.H = static_cast<int>(H), p.K = Kp;
+    p.key_dtype = l2 ? gpu::DType::fp32 : dtype_of(bf16);
+    p.k = l2 ? dk32.get() : dk.get();
+    datk_g = upload(to_float(in.at("g_atk")), rows, 1, 1, false);
+    datk_b = upload(to_float(in.at("beta_atk")), rows, 1, 1, false);
+    p.g_atk = static_cast<const float*>(datk_g.get()), p.beta_atk = static_cast<const float*>(datk_b.get());
+    if (const auto a0 = in.find("initial_A_state"); a0 != in.end()) {
+      dA0 = upload(to_float(a0->second), BH, K, Kp, false);
+      p.A0 = static_cast<const float*>(dA0.get());
+    }
+    const auto c = in.find("log_atk_scale");
+    const std::vector<float> center =
+        c != in.end() ? to_float(c->second)
+                      : std::vector<float>(static_cast<std::size_t>(H), static_cast<float>(cfg.number("log_atk_scale")));
+    dcenter = upload(center, H, 1, 1, false);
+    p.center = static_cast<const float*>(dcenter.get());
+    p.log_x = std::log(static_cast<float>(cfg.number("x")));
+    p.eps = static_cast<float>(cfg.number("eps"));
+    p.dtype = dtype_of(bf16);
+    dw = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * Kp * (bf16 ? 2 : 4));
+    dA = gpu::DeviceBuffer(static_cast<std::size_t>(BH) * Kp * 4);
+    if (opt.poison) dw.fill_bytes(0xFF), dA.fill_bytes(0xFF);
+    p.k_tilde = dw.get(), p.A_final = static_cast<float*>(dA.get());
+    gpu::atk_write_keys(p);
+  }
+  gpu::DeviceBuffer dout(static_cast<std::size_t>(rows) * Vp * (bf16 ? 2 : 4));
+  gpu::DeviceBuffer dht(static_cast<std::size_t>(BH) * Kp * Vp * 4);
+  gpu::DeltaArgs a;
+  a.B = static_cast<int>(B), a.T = static_cast<int>(T), a.H = static_cast<int>(H), a.K = Kp, a.V = Vp;
+  a.dtype = bf16 ? gpu::DType::bf16 : gpu::DType::fp32;
+  using D = DeltaBinding::Decay;
+  a.decay = bind.decay == D::none ? gpu::Decay::none : (bind.decay == D::per_key ? gpu::Decay::per_key : gpu::Decay::scalar);
+  if (bind.decay != D::none) {
+    const bool per_key = bind.decay == D::per_key;
+    dg = upload(to_float(in.at("g")), rows, per_key ? K : 1, per_key ? Kp : 1, false);  // gates stay fp32
+    a.g = static_cast<const float*>(dg.get());
+  }
+  if (const auto h0 = in.find("h0"); h0 != in.end()) {
+    dh0 = upload_state(to_float(h0->second), BH, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+    a.h0 = static_cast<const float*>(dh0.get());
+  }
+  a.q = dq.get(), a.k = dk.get(), a.v = dv.get(), a.beta = dbeta.get(), a.w = bind.precond ? dw.get() : nullptr;
+  a.o = dout.get(), a.ht = static_cast<float*>(dht.get());
+  // scale: the config's, else K^-1/2 in fp32 of the unpadded K (scale_of in acc).
+  a.scale = cfg.has("scale") ? static_cast<float>(cfg.number("scale")) : 1.0f / std::sqrt(static_cast<float>(K));
+  if (bind.kaczmarz) a.kaczmarz = true, a.kaczmarz_eps = static_cast<float>(cfg.number("eps"));
+  if (opt.poison) dout.fill_bytes(0xFF), dht.fill_bytes(0xFF);  // NaN in bf16 and fp32
+  if (form == Form::chunk) gpu::delta_chunk_forward(a);
+  else gpu::delta_sequential_forward(a);
+  gpu::synchronize();
+  TensorMap<double> out;
+  out["o"] = download_unpadded(dout, {B, T, H, V}, Vp, bf16);
+  out["ht"] = download_state(dht, B, H, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+  if (bind.precond) {
+    Tensor<double> A = download_state(dA, B, H, 1, static_cast<int>(K), 1, Kp);
+    A.shape = {B, H, K};
+    out["final_A_state"] = std::move(A);
+  }
+  return out;
+}
+
+#endif
+
+}  // namespace ttr::device

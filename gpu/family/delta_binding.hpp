@@ -1,0 +1,22 @@
+// The delta family's CUDA kernels (gpu/family/delta_chunk.cu, delta_sequential.cu,
+// atk_chunk.cu, l2norm.cu) bound to layer inputs: what each layer of the family
+// changes is one of these flags, set by its own gpu/<layer>/binding.cpp.
+#pragma once
+
+#include "oracles/config.hpp"
+#include "oracles/runner.hpp"
+#include "oracles/spec.hpp"
+
+namespace ttr::device {
+
+struct DeltaBinding {
+  enum class Decay { none, scalar, per_key } decay = Decay::scalar;  // input `g`: absent, [B,T,H], [B,T,H,K]
+  bool kaczmarz = false;  // β_t/(‖k_t‖² + eps) (KLA-Z eq. (3)), config key `eps`
+  bool precond = false;   // write key k̃ = B_t ⊙ k_t from PGDN's preconditioner (PDN eq. (9))
+};
+
+// Runs the family's chunk (form chunk) or sequential kernel in dtype bf16/fp32.
+TensorMap<double> run_delta(const DeltaBinding& b, Form form, const TensorMap<double>& in, const Config& cfg,
+                            Tier dtype, const KernelOptions& opt);
+
+}  // namespace ttr::device
