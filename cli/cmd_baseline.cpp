@@ -12,7 +12,7 @@
 #include "oracles/error.hpp"
 #include "oracles/io/text_file.hpp"
 #include "oracles/oracle.hpp"
-#include "oracles/report.hpp"
+#include "gate/report.hpp"
 
 namespace ttr::cli {
 namespace {
@@ -52,7 +52,7 @@ Ratios read_reports(const std::vector<std::string>& paths) {
   return out;
 }
 
-// The file's text through the shared reader (oracles/report_read.cpp, fuzzed in fuzz/).
+// The file's text through the shared reader (gate/report_read.cpp, fuzzed in fuzz/).
 Baseline read_baseline(const std::string& path) {
   BaselineDoc d = parse_baseline_text(read_text(path), path);
   Baseline b;
@@ -74,7 +74,9 @@ json baseline_json(const Baseline& b) {
 }
 
 int record(const std::vector<std::string>& reports, const std::string& out, double factor, double floor) {
-  check_writable(out);
+  std::vector<io::NamedPath> ins;
+  for (const std::string& r : reports) ins.push_back({"--report", r});
+  check_outputs(ins, {{"--out", out}});
   Baseline b;
   b.factor = factor;
   b.floor = floor;

@@ -27,7 +27,7 @@ Command add_oracle(CLI::App& app) {
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
   add_set_option(*cmd, o->sets);
   return [o]() {
-    check_writable(o->out);
+    check_outputs({{"--in", o->in}}, {{"--out", o->out}});
     const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
     OracleOptions opt;
     opt.form = parse_form(o->form);

@@ -29,7 +29,9 @@ Command add_proofs(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_flag("--full", o->full, "full effort: more random points and trials (minutes)");
   cmd->add_flag("--skip-slow", o->skip_slow, "leave out the entries marked slow (the CI subset)");
-  cmd->add_option("--seed", o->run.seed, "base seed (each entry mixes in its id)")->capture_default_str();
+  cmd->add_option("--seed", o->run.seed, "base seed (each entry mixes in its id)")
+      ->capture_default_str()
+      ->check(seed_validator());
   cmd->add_option("--bits", o->run.bits, "MPFR working precision of exact identities, at least 128")
       ->capture_default_str()
       ->check(CLI::Range(128u, 4096u));
@@ -39,7 +41,7 @@ Command add_proofs(CLI::App& app) {
       fmt::print("{}", proofs::format_list(entries));
       return 0;
     }
-    if (!o->json.empty()) check_writable(o->json);
+    check_outputs({}, {{"--json", o->json}});
     o->run.full = o->full;
     std::vector<proofs::Result> results;
     for (const proofs::Entry* e : entries) results.push_back(proofs::run_entry(*e, o->run));

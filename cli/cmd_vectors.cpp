@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "oracles/error.hpp"
 #include "oracles/io/text_file.hpp"
 #include "oracles/oracle.hpp"
@@ -54,7 +55,7 @@ Command add_vectors(CLI::App& app) {
   cmd->add_option("--layer", o->layer, "layer name, or 'all'")->required();
   cmd->add_option("--suite", o->suite, "tiny|demo|standard|stress")->required();
   cmd->add_option("--out", o->out, "output directory (created if absent)")->required();
-  cmd->add_option("--seed", o->seed, "random seed (same seed: bit-identical files)");
+  cmd->add_option("--seed", o->seed, "random seed (same seed: bit-identical files)")->check(seed_validator());
   cmd->add_option("--bits", o->bits, "oracle MPFR precision")->check(CLI::Range(24u, 100000u));
   cmd->add_flag("--no-oracle", o->no_oracle, "inputs only");
   return [o]() {
@@ -64,6 +65,7 @@ Command add_vectors(CLI::App& app) {
     else
       layers.push_back(&find_layer(o->layer));
     for (const auto* l : layers) suite_cases(l->spec, o->suite);  // unknown suite: fail before writing
+    check_outputs({}, {}, {{"--out", o->out}});
     const fs::path dir(o->out);
     Rollback rb(dir);
     nlohmann::json manifest{{"tool_version", kToolVersion}, {"suite", o->suite}, {"seed", o->seed},

@@ -31,4 +31,22 @@ void check_writable(const std::string& path) {
   if (fs::is_directory(p, ec)) throw InputError(fmt::format("{}: cannot write: it is a directory", path));
 }
 
+void check_outputs(const std::vector<io::NamedPath>& inputs, const std::vector<io::NamedPath>& outputs,
+                   const std::vector<io::NamedPath>& dirs) {
+  io::check_paths(inputs, outputs, dirs);
+  for (const io::NamedPath& o : outputs)
+    if (!o.path.empty()) check_writable(o.path);
+}
+
+CLI::Validator seed_validator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const auto first = s.find_first_not_of(" \t");
+        if (first != std::string::npos && s[first] == '-')
+          return fmt::format("seed '{}' is negative: seeds are 0 … 18446744073709551615", s);
+        return "";
+      },
+      "SEED");
+}
+
 }  // namespace ttr::cli

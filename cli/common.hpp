@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "oracles/config.hpp"
+#include "oracles/io/paths.hpp"
 #include "oracles/io/safetensors.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/validate.hpp"
@@ -30,5 +31,14 @@ void add_set_option(CLI::App& cmd, std::vector<std::string>& sets);
 
 // Fails early, before any computation, when `path` cannot be created.
 void check_writable(const std::string& path);
+
+// The output-path rule (oracles/io/paths.hpp) plus check_writable on every file
+// output: before any work, so a refused command has written nothing.
+void check_outputs(const std::vector<io::NamedPath>& inputs, const std::vector<io::NamedPath>& outputs,
+                   const std::vector<io::NamedPath>& dirs = {});
+
+// A validator for --seed: seeds are 0 … 2^64 − 1; "-1" is refused rather than
+// wrapped to 18446744073709551615.
+CLI::Validator seed_validator();
 
 }  // namespace ttr::cli

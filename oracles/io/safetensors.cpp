@@ -506,7 +506,10 @@ std::vector<std::uint8_t> read_whole_file(const std::filesystem::path& path) {
   if (::fstat(fd, &st) == 0) {
     // open() succeeds on a directory; say so instead of reporting EISDIR from read().
     if (S_ISDIR(st.st_mode)) fail(path.string(), "cannot read: it is a directory");
-    if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<std::size_t>(st.st_size));
+    // A stream (/dev/zero, a FIFO) has no size to check the header against and
+    // may never end: only regular files are read (oracles/io/paths.hpp).
+    if (!S_ISREG(st.st_mode)) fail(path.string(), "cannot read: not a regular file (a device, FIFO or socket)");
+    bytes.reserve(static_cast<std::size_t>(st.st_size));
   }
   std::array<std::uint8_t, 1 << 16> chunk{};
   for (;;) {
