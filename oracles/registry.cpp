@@ -97,6 +97,16 @@ const LayerEntry& register_layer(LayerEntry entry) {
   return table().back();
 }
 
+void unregister_layer(const std::string& name) {
+  std::deque<LayerEntry>& t = table();
+  std::size_t declared = 0;
+#define TTR_LAYER(layer, fam) ++declared;
+#include "oracles/layers/layers.def"
+  if (t.size() <= declared || t.back().spec.name != name)
+    throw std::logic_error(fmt::format("unregister_layer('{}'): only the last layer added by register_layer can be removed", name));
+  t.pop_back();
+}
+
 const LayerEntry& find_layer(const std::string& name) {
   std::string known;
   for (const auto& e : registry()) {

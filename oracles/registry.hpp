@@ -61,6 +61,10 @@ const std::deque<LayerEntry>& registry();
 // forms and kernels. InputError when the name is taken. Not thread-safe against
 // concurrent readers: register before running anything.
 const LayerEntry& register_layer(LayerEntry entry);
+// Removes a layer added by register_layer — the last one added, so that no other
+// entry moves (a test's layer, at the end of its suite). std::logic_error for a
+// declared layer or one that is not the last.
+void unregister_layer(const std::string& name);
 // InputError naming the layer and listing the known ones.
 const LayerEntry& find_layer(const std::string& name);
 // "sequential" (also FLA's "fused_recurrent" and "recurrent"), "chunk", "scan".

@@ -77,8 +77,8 @@ int main(int argc, char** argv) try {
   TTR_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
   std::uint64_t keep = ~0ull;
   TTR_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-  const double chunk_ms = median_ms([&] { gated_delta_rule_chunk(a); }, iters);
-  const double chunk_ms2 = median_ms([&] { gated_delta_rule_chunk(a); }, iters);
+  const double chunk_ms = median_ms([&] { delta_chunk_forward(a); }, iters);
+  const double chunk_ms2 = median_ms([&] { delta_chunk_forward(a); }, iters);
   std::vector<char> oh(rows * V * 2), hh(static_cast<std::size_t>(B) * H * K * V * 4);
   o.download(oh.data(), oh.size());
   ht.download(hh.data(), hh.size());

@@ -35,7 +35,7 @@ TEST(CudaTargetCli, RunOnCudaWithoutADeviceIsAUsageErrorNamingWhy) {
   const auto g = run_cli({"run", "--device", "cuda", "--layer", "gla", "--form", "chunk", "--arith", "bf16", "--in",
                           dir / "v/gla.tiny.basic.inputs.safetensors", "--out", dir / "o.safetensors"});
   EXPECT_EQ(g.exit_code, 2);
-  EXPECT_NE(g.err.find("no CUDA kernel"), std::string::npos) << g.err;
+  EXPECT_NE(g.err.find("no CUDA chunk kernel"), std::string::npos) << g.err;
 }
 
 }  // namespace

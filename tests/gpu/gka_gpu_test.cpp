@@ -19,6 +19,9 @@
 namespace ttr {
 namespace {
 
+using test::check_unit;
+using test::run_kernel;
+
 using test::dims;
 
 const LayerEntry& gka() { return find_layer("gka"); }

@@ -20,6 +20,9 @@
 namespace ttr {
 namespace {
 
+using test::check_unit;
+using test::run_kernel;
+
 using test::dims;
 using test::expect_pass;
 using test::report;

@@ -22,6 +22,9 @@
 namespace ttr {
 namespace {
 
+using test::check_unit;
+using test::run_kernel;
+
 constexpr double kU32 = 0x1p-24;  // fp32 unit roundoff
 
 std::uint16_t to_bf16_bits(float x) {  // round to nearest even (finite x)

@@ -144,30 +144,37 @@ LayerSpec decayed_sum_spec() {
 
 // The one registration: spec, forms per direction and tier (absent tiers left
 // empty: run_layer refuses them with an InputError), no device kernels.
-const LayerEntry& decayed_sum() {
-  static const LayerEntry& e = []() -> const LayerEntry& {
-    using namespace runners;
-    LayerEntry entry;
-    entry.spec = decayed_sum_spec();
-    entry.spec.family = "test";
-    const auto tier = [](Tier t) { return static_cast<std::size_t>(t); };
-    FormImpl seq{Form::sequential, Direction::forward, {}};
-    seq.runners[tier(Tier::fp32)] = &decayed_sum__sequential__forward::fp32;
-    seq.runners[tier(Tier::fp64)] = &decayed_sum__sequential__forward::fp64;
-    seq.runners[tier(Tier::mpfr)] = &decayed_sum__sequential__forward::mpfr;
-    FormImpl chunk{Form::chunk, Direction::forward, {}};
-    chunk.runners[tier(Tier::fp32)] = &decayed_sum__chunk__forward::fp32;
-    chunk.runners[tier(Tier::bf16)] = &decayed_sum__chunk__forward::bf16;
-    chunk.runners[tier(Tier::mca)] = &decayed_sum__chunk__forward::mca;
-    FormImpl back{Form::sequential, Direction::backward, {}};
-    back.runners[tier(Tier::fp32)] = &decayed_sum__sequential__backward::fp32;
-    back.runners[tier(Tier::mpfr)] = &decayed_sum__sequential__backward::mpfr;
-    back.runners[tier(Tier::mca)] = &decayed_sum__sequential__backward::mca;
-    entry.forms = {seq, chunk, back};
-    return register_layer(std::move(entry));
-  }();
-  return e;
+LayerEntry decayed_sum_entry() {
+  using namespace runners;
+  LayerEntry entry;
+  entry.spec = decayed_sum_spec();
+  entry.spec.family = "test";
+  const auto tier = [](Tier t) { return static_cast<std::size_t>(t); };
+  FormImpl seq{Form::sequential, Direction::forward, {}};
+  seq.runners[tier(Tier::fp32)] = &decayed_sum__sequential__forward::fp32;
+  seq.runners[tier(Tier::fp64)] = &decayed_sum__sequential__forward::fp64;
+  seq.runners[tier(Tier::mpfr)] = &decayed_sum__sequential__forward::mpfr;
+  FormImpl chunk{Form::chunk, Direction::forward, {}};
+  chunk.runners[tier(Tier::fp32)] = &decayed_sum__chunk__forward::fp32;
+  chunk.runners[tier(Tier::bf16)] = &decayed_sum__chunk__forward::bf16;
+  chunk.runners[tier(Tier::mca)] = &decayed_sum__chunk__forward::mca;
+  FormImpl back{Form::sequential, Direction::backward, {}};
+  back.runners[tier(Tier::fp32)] = &decayed_sum__sequential__backward::fp32;
+  back.runners[tier(Tier::mpfr)] = &decayed_sum__sequential__backward::mpfr;
+  back.runners[tier(Tier::mca)] = &decayed_sum__sequential__backward::mca;
+  entry.forms = {seq, chunk, back};
+  return entry;
 }
+
+// The layer lives in the registry for this suite only, so that tests iterating
+// over every layer in the same process never see it.
+class Registration : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { register_layer(decayed_sum_entry()); }
+  static void TearDownTestSuite() { unregister_layer("decayed_sum"); }
+};
+
+const LayerEntry& decayed_sum() { return find_layer("decayed_sum"); }
 
 TensorMap<double> inputs(std::int64_t B, std::int64_t L, std::int64_t H, std::int64_t V, bool with_h0,
                          std::uint64_t seed) {
@@ -176,13 +183,14 @@ TensorMap<double> inputs(std::int64_t B, std::int64_t L, std::int64_t H, std::in
   return generate_inputs(decayed_sum().spec, c, seed);
 }
 
-TEST(Registration, TheRegistryFindsTheLayerAndItsImplementations) {
+TEST_F(Registration, TheRegistryFindsTheLayerAndItsImplementations) {
   const LayerEntry& e = decayed_sum();
-  EXPECT_EQ(&find_layer("decayed_sum"), &e);
+  EXPECT_EQ(&find_layer("decayed_sum"), &registry().back());
   EXPECT_EQ(e.form_list(), (std::vector<Form>{Form::sequential, Form::chunk}));
   EXPECT_EQ(e.form_list(Direction::backward), (std::vector<Form>{Form::sequential}));
   EXPECT_TRUE(e.kernel_list(Backend::cuda).empty());
   EXPECT_THROW(register_layer(LayerEntry{decayed_sum_spec(), {}, {}}), InputError);  // the name is taken
+  EXPECT_THROW(unregister_layer("gated_delta_rule"), std::logic_error);             // declared layers stay
   // A form it lacks, and a tier it left out, are refused with a line naming them.
   const Config cfg = Config::make(e.spec, {});
   const TensorMap<double> in = inputs(1, 5, 1, 2, false, 1);
@@ -195,7 +203,7 @@ TEST(Registration, TheRegistryFindsTheLayerAndItsImplementations) {
   EXPECT_THROW(run_layer(e, Form::sequential, {Tier::mpfi, 64}, in, cfg), InputError);
 }
 
-TEST(Registration, ForwardFormsComputeTheHandDerivedValues) {
+TEST_F(Registration, ForwardFormsComputeTheHandDerivedValues) {
   const LayerEntry& e = decayed_sum();
   const Config cfg = Config::make(e.spec, {{"gamma", "0.5"}});
   TensorMap<double> in;
@@ -212,7 +220,7 @@ TEST(Registration, ForwardFormsComputeTheHandDerivedValues) {
   }
 }
 
-TEST(Registration, TheJudgePassesTheChunkFormAndFailsAPlantedError) {
+TEST_F(Registration, TheJudgePassesTheChunkFormAndFailsAPlantedError) {
   const LayerEntry& e = decayed_sum();
   const Config cfg = Config::make(e.spec, {});
   const TensorMap<double> in = inputs(2, 37, 2, 8, true, 7);
@@ -235,7 +243,7 @@ TEST(Registration, TheJudgePassesTheChunkFormAndFailsAPlantedError) {
   EXPECT_EQ(fail.tensors.at(0).worst.h, 1);
 }
 
-TEST(Registration, TheBackwardDirectionIsDerivedAndJudged) {
+TEST_F(Registration, TheBackwardDirectionIsDerivedAndJudged) {
   const LayerEntry& e = decayed_sum();
   const LayerSpec b = backward_spec(e.spec);
   // Inputs: the forward inputs, then the cotangents (do required, dht optional).
