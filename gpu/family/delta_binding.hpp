@@ -20,3 +20,18 @@ TensorMap<double> run_delta(const DeltaBinding& b, Form form, const TensorMap<do
                             Tier dtype, const KernelOptions& opt);
 
 }  // namespace ttr::device
+
+// The registry's entry points of a delta-family layer (its TTR_KERNEL lines in
+// oracles/layers/layers.def): the chunk and the sequential kernel with the
+// layer's binding flags. Used once per gpu/<layer>/binding.cpp.
+#define TTR_DELTA_BINDING(layer, ...)                                                                        \
+  namespace ttr::kernels {                                                                                   \
+  TensorMap<double> layer##__cuda__chunk__forward(const TensorMap<double>& in, const Config& cfg, Tier dtype, \
+                                                  const KernelOptions& opt) {                                \
+    return device::run_delta(device::DeltaBinding{__VA_ARGS__}, Form::chunk, in, cfg, dtype, opt);          \
+  }                                                                                                          \
+  TensorMap<double> layer##__cuda__sequential__forward(const TensorMap<double>& in, const Config& cfg,      \
+                                                       Tier dtype, const KernelOptions& opt) {              \
+    return device::run_delta(device::DeltaBinding{__VA_ARGS__}, Form::sequential, in, cfg, dtype, opt);     \
+  }                                                                                                          \
+  }

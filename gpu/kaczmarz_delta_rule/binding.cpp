@@ -1,20 +1,5 @@
-// kaczmarz_delta_rule on the CUDA kernels of the delta family (gpu/family/): Kaczmarz (KLA-Z eq. (3)): β_t → β_t/(‖k_t‖² + eps), done inside the UT stage.
-// Declared in oracles/layers/layers.def (TTR_KERNEL lines).
+// kaczmarz_delta_rule on the CUDA kernels of the delta family (gpu/family/): Kaczmarz (KLA-Z eq. (3)): β_t → β_t/(‖k_t‖² + eps),
+// done inside the UT stage.
 #include "gpu/family/delta_binding.hpp"
 
-namespace ttr::kernels {
-namespace {
-constexpr device::DeltaBinding kBinding{device::DeltaBinding::Decay::scalar, true, false};
-}  // namespace
-
-TensorMap<double> kaczmarz_delta_rule__cuda__chunk__forward(const TensorMap<double>& in, const Config& cfg, Tier dtype,
-                                                                const KernelOptions& opt) {
-  return device::run_delta(kBinding, Form::chunk, in, cfg, dtype, opt);
-}
-
-TensorMap<double> kaczmarz_delta_rule__cuda__sequential__forward(const TensorMap<double>& in, const Config& cfg, Tier dtype,
-                                                                     const KernelOptions& opt) {
-  return device::run_delta(kBinding, Form::sequential, in, cfg, dtype, opt);
-}
-
-}  // namespace ttr::kernels
+TTR_DELTA_BINDING(kaczmarz_delta_rule, device::DeltaBinding::Decay::scalar, /*kaczmarz=*/true, /*precond=*/false)

@@ -1,20 +1,4 @@
 // kda on the CUDA kernels of the delta family (gpu/family/): KDA (GKA §6.4): a log decay per key channel, g [B,T,H,K].
-// Declared in oracles/layers/layers.def (TTR_KERNEL lines).
 #include "gpu/family/delta_binding.hpp"
 
-namespace ttr::kernels {
-namespace {
-constexpr device::DeltaBinding kBinding{device::DeltaBinding::Decay::per_key, false, false};
-}  // namespace
-
-TensorMap<double> kda__cuda__chunk__forward(const TensorMap<double>& in, const Config& cfg, Tier dtype,
-                                                const KernelOptions& opt) {
-  return device::run_delta(kBinding, Form::chunk, in, cfg, dtype, opt);
-}
-
-TensorMap<double> kda__cuda__sequential__forward(const TensorMap<double>& in, const Config& cfg, Tier dtype,
-                                                     const KernelOptions& opt) {
-  return device::run_delta(kBinding, Form::sequential, in, cfg, dtype, opt);
-}
-
-}  // namespace ttr::kernels
+TTR_DELTA_BINDING(kda, device::DeltaBinding::Decay::per_key, /*kaczmarz=*/false, /*precond=*/false)
