@@ -23,8 +23,10 @@
 #include "reference/gated_delta_rule/sequential.hpp"
 #include "reference/gla/backward.hpp"
 #include "reference/kaczmarz_delta_rule/backward.hpp"
+#include "reference/kalman_filter/backward.hpp"
 #include "reference/kda/backward.hpp"
 #include "reference/linear_attn/backward.hpp"
+#include "reference/pdn_exact/backward.hpp"
 #include "reference/precond_gated_delta_rule/backward.hpp"
 #include "reference/precond_kda/backward.hpp"
 #include "reference/simple_gla/backward.hpp"
@@ -57,6 +59,7 @@ TensorMap<double> inputs() {
   in["do"] = ttr::test::uniform({B, T, H, V}, s++, -1, 1);
   in["dht"] = ttr::test::uniform({B, H, K, V}, s++, -1, 1);
   in["dAt"] = ttr::test::uniform({B, H, K}, s++, -1, 1);
+  in["eta"] = ttr::test::uniform({B, T, H}, s++, 0.25, 2);
   return in;
 }
 
@@ -111,6 +114,11 @@ TensorMap<S> all_grads(const TensorMap<double>& raw) {
                            at("sgla", "dg"), at("sgla", "dh0"));
   ttr::gla_backward(q, k, v, gk, h0, scale, dout, dht, at("gla", "dq"), at("gla", "dk"), at("gla", "dv"),
                     at("gla", "dg"), at("gla", "dh0"));
+  const S lambda = ttr::from_double<S>(0.75);
+  ttr::pdn_exact_backward(q, k, v, h0, lambda, scale, dout, dht, at("pdn", "dq"), at("pdn", "dk"), at("pdn", "dv"),
+                          at("pdn", "dh0"));
+  ttr::kalman_filter_backward(q, k, v, &in.at("eta"), h0, lambda, scale, dout, dht, at("kf", "dq"), at("kf", "dk"),
+                              at("kf", "dv"), at("kf", "deta"), at("kf", "dh0"));
   at("l2", "dq") = ttr::l2normalize_rows_backward(q, dout, ttr::from_double<S>(1e-6));  // any [.., F] cotangent
   return r;
 }
@@ -137,7 +145,7 @@ TEST(BackwardTiers, EveryBackwardInstantiatesForEveryTier) {
   Mp512 prec;
   const TensorMap<double> raw = inputs();
   const TensorMap<mp> ref = all_grads<mp>(raw);
-  EXPECT_EQ(ref.size(), 58u);
+  EXPECT_EQ(ref.size(), 67u);
   const double e64 = worst_rel(all_grads<double>(raw), ref);
   const double e32 = worst_rel(all_grads<float>(raw), ref);
   const double e16 = worst_rel(all_grads<bf16>(raw), ref);
