@@ -25,6 +25,7 @@
 #include "reference/kaczmarz_delta_rule/backward.hpp"
 #include "reference/kalman_filter/backward.hpp"
 #include "reference/kda/backward.hpp"
+#include "reference/kla_kalman/backward.hpp"
 #include "reference/linear_attn/backward.hpp"
 #include "reference/pdn_exact/backward.hpp"
 #include "reference/precond_gated_delta_rule/backward.hpp"
@@ -60,6 +61,10 @@ TensorMap<double> inputs() {
   in["dht"] = ttr::test::uniform({B, H, K, V}, s++, -1, 1);
   in["dAt"] = ttr::test::uniform({B, H, K}, s++, -1, 1);
   in["eta"] = ttr::test::uniform({B, T, H}, s++, 0.25, 2);
+  in["lambda_v"] = ttr::test::uniform({B, T, H, V}, s++, 0.5, 2);
+  in["a_bar"] = ttr::test::uniform({H, K, V}, s++, 0.5, 1);
+  in["p_bar"] = ttr::test::uniform({H, K, V}, s++, 0.05, 0.5);
+  in["do_var"] = ttr::test::uniform({B, T, H, V}, s++, -1, 1);
   return in;
 }
 
@@ -119,6 +124,14 @@ TensorMap<S> all_grads(const TensorMap<double>& raw) {
                           at("pdn", "dh0"));
   ttr::kalman_filter_backward(q, k, v, &in.at("eta"), h0, lambda, scale, dout, dht, at("kf", "dq"), at("kf", "dk"),
                               at("kf", "dv"), at("kf", "deta"), at("kf", "dh0"));
+  {
+    const ttr::KlaInputs<S> x{q, k, v, in.at("lambda_v"), in.at("a_bar"), in.at("p_bar"), nullptr, nullptr};
+    ttr::KlaGrads<S> kg;
+    ttr::kla_kalman_backward(x, ttr::from_double<S>(1.25), scale, {dout, &in.at("do_var"), nullptr, nullptr}, kg);
+    for (auto [name, t] : {std::pair{"dq", &kg.dq}, {"dk", &kg.dk}, {"dv", &kg.dv}, {"dlambda_v", &kg.dlambda_v},
+                           {"da_bar", &kg.da_bar}, {"dp_bar", &kg.dp_bar}, {"dlambda_init", &kg.dlambda_init}})
+      at("kla", name) = *t;
+  }
   at("l2", "dq") = ttr::l2normalize_rows_backward(q, dout, ttr::from_double<S>(1e-6));  // any [.., F] cotangent
   return r;
 }
@@ -145,7 +158,7 @@ TEST(BackwardTiers, EveryBackwardInstantiatesForEveryTier) {
   Mp512 prec;
   const TensorMap<double> raw = inputs();
   const TensorMap<mp> ref = all_grads<mp>(raw);
-  EXPECT_EQ(ref.size(), 67u);
+  EXPECT_EQ(ref.size(), 74u);
   const double e64 = worst_rel(all_grads<double>(raw), ref);
   const double e32 = worst_rel(all_grads<float>(raw), ref);
   const double e16 = worst_rel(all_grads<bf16>(raw), ref);
