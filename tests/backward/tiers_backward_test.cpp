@@ -21,6 +21,7 @@
 #include "reference/family/l2norm_backward.hpp"
 #include "reference/gated_delta_rule/backward.hpp"
 #include "reference/gated_delta_rule/sequential.hpp"
+#include "reference/gka/backward.hpp"
 #include "reference/gla/backward.hpp"
 #include "reference/kaczmarz_delta_rule/backward.hpp"
 #include "reference/kalman_filter/backward.hpp"
@@ -132,6 +133,19 @@ TensorMap<S> all_grads(const TensorMap<double>& raw) {
                            {"da_bar", &kg.da_bar}, {"dp_bar", &kg.dp_bar}, {"dlambda_init", &kg.dlambda_init}})
       at("kla", name) = *t;
   }
+  for (const bool cheb : {false, true}) {
+    ttr::GkaOptions o;
+    o.solver = cheb ? ttr::GkaSolver::chebyshev : ttr::GkaSolver::exact;
+    o.a = 0.1;
+    o.iters = 5;
+    const ttr::GkaInputs<S> x{q, k, v, g, &beta, &in.at("eta"), h0, nullptr};  // eta ∈ [0.25, 2] as α
+    ttr::GkaGrads<S> gg;
+    ttr::gka_backward(x, o, scale, {dout, dht, nullptr}, gg);
+    const std::string n = cheb ? "gka_ch" : "gka";
+    for (auto [name, t] : {std::pair{"dq", &gg.dq}, {"dk", &gg.dk}, {"dv", &gg.dv}, {"dg", &gg.dg},
+                           {"dbeta", &gg.dbeta}, {"dalpha", &gg.dalpha}, {"dh0", &gg.dh0}})
+      at(n, name) = *t;
+  }
   at("l2", "dq") = ttr::l2normalize_rows_backward(q, dout, ttr::from_double<S>(1e-6));  // any [.., F] cotangent
   return r;
 }
@@ -158,7 +172,7 @@ TEST(BackwardTiers, EveryBackwardInstantiatesForEveryTier) {
   Mp512 prec;
   const TensorMap<double> raw = inputs();
   const TensorMap<mp> ref = all_grads<mp>(raw);
-  EXPECT_EQ(ref.size(), 74u);
+  EXPECT_EQ(ref.size(), 88u);
   const double e64 = worst_rel(all_grads<double>(raw), ref);
   const double e32 = worst_rel(all_grads<float>(raw), ref);
   const double e16 = worst_rel(all_grads<bf16>(raw), ref);
