@@ -1,5 +1,5 @@
 // The independent side of GKA's gradient statements: reverse-mode automatic
-// differentiation (a Wengert list over mp) of the forward computations written
+// differentiation (reference/core/tape.hpp over mp) of the forward computations written
 // here from the paper's forward definitions (eq. (CH), eq. (4), Alg. 1, eq. (27)),
 // plus the unrolled solvers (Alg. 1 as printed with ω_0 = 2, CG) and a dense solve.
 // Nothing here uses reference/solvers: the reference code is what the entries test.
@@ -16,144 +16,20 @@
 #include <vector>
 
 #include "proofs-checks/support.hpp"
+#include "reference/core/tape.hpp"
 
 namespace ttr::proofs::gka_grad {
 
 // ---------------------------------------------------------------------------
-// Reverse mode: every operation on Var appends a node holding the partial
-// derivatives with respect to its operands; adjoints() sweeps the list backwards
-// (the chain rule, nothing else). Constants (id < 0) record nothing.
-class Tape {
- public:
-  struct Arg {
-    int node;
-    mp partial;
-  };
-  int push(std::vector<Arg>&& args) {
-    nodes_.push_back(std::move(args));
-    return static_cast<int>(nodes_.size()) - 1;
-  }
-  // d(output)/d(node) for every node up to `output`.
-  std::vector<mp> adjoints(int output) const {
-    std::vector<mp> adj(static_cast<std::size_t>(output) + 1, mp(0));
-    adj[output] = 1;
-    for (int i = output; i >= 0; --i) {
-      if (adj[i] == 0) continue;
-      for (const Arg& a : nodes_[i]) adj[a.node] += adj[i] * a.partial;
-    }
-    return adj;
-  }
-  // Σ_k seed_k · d(node_k)/d(node) for every node up to the highest seeded one:
-  // the gradient of ⟨seed, outputs⟩ without recording the inner product.
-  std::vector<mp> adjoints(const std::vector<std::pair<int, mp>>& seeds) const {
-    int top = -1;
-    for (const auto& s : seeds) top = std::max(top, s.first);
-    std::vector<mp> adj(static_cast<std::size_t>(top) + 1, mp(0));
-    for (const auto& s : seeds)
-      if (s.first >= 0) adj[s.first] += s.second;
-    for (int i = top; i >= 0; --i) {
-      if (adj[i] == 0) continue;
-      for (const Arg& a : nodes_[i]) adj[a.node] += adj[i] * a.partial;
-    }
-    return adj;
-  }
-  std::size_t size() const { return nodes_.size(); }
+// Reverse mode: the taped scalar of reference/core/tape.hpp over mp. Every
+// operation on Var appends a node holding the partial derivatives with respect
+// to its operands; Tape::adjoints sweeps the list backwards (the chain rule,
+// nothing else). Constants (id < 0) record nothing.
+using Tape = ttr::Tape<mp>;
+using TapeScope = ttr::TapeScope<mp>;
+using Var = ttr::Taped<mp>;
+using ttr::adjoint;
 
- private:
-  std::vector<std::vector<Arg>> nodes_;
-};
-
-inline thread_local Tape* current_tape = nullptr;
-
-// Sets the tape new Vars are recorded on, for one scope.
-class TapeScope {
- public:
-  explicit TapeScope(Tape& t) : old_(current_tape) { current_tape = &t; }
-  ~TapeScope() { current_tape = old_; }
-  TapeScope(const TapeScope&) = delete;
-  TapeScope& operator=(const TapeScope&) = delete;
-
- private:
-  Tape* old_;
-};
-
-struct Var {
-  mp v;
-  int id = -1;
-  Var() : v(0) {}
-  Var(const mp& x) : v(x) {}  // a constant
-  Var(int x) : v(x) {}
-  static Var input(const mp& x) {
-    Var r(x);
-    r.id = current_tape->push({});
-    return r;
-  }
-};
-
-inline Var make_node(mp value, std::vector<Tape::Arg>&& args) {
-  Var r(value);
-  if (!args.empty()) r.id = current_tape->push(std::move(args));
-  return r;
-}
-inline void arg(std::vector<Tape::Arg>& a, const Var& x, mp partial) {
-  if (x.id >= 0) a.push_back({x.id, std::move(partial)});
-}
-
-inline Var operator+(const Var& x, const Var& y) {
-  std::vector<Tape::Arg> a;
-  arg(a, x, mp(1));
-  arg(a, y, mp(1));
-  return make_node(x.v + y.v, std::move(a));
-}
-inline Var operator-(const Var& x, const Var& y) {
-  std::vector<Tape::Arg> a;
-  arg(a, x, mp(1));
-  arg(a, y, mp(-1));
-  return make_node(x.v - y.v, std::move(a));
-}
-inline Var operator-(const Var& x) {
-  std::vector<Tape::Arg> a;
-  arg(a, x, mp(-1));
-  return make_node(-x.v, std::move(a));
-}
-inline Var operator*(const Var& x, const Var& y) {
-  std::vector<Tape::Arg> a;
-  arg(a, x, y.v);
-  arg(a, y, x.v);
-  return make_node(x.v * y.v, std::move(a));
-}
-inline Var operator/(const Var& x, const Var& y) {
-  std::vector<Tape::Arg> a;
-  const mp inv = 1 / y.v;
-  arg(a, x, inv);
-  arg(a, y, -x.v * inv * inv);
-  return make_node(x.v * inv, std::move(a));
-}
-inline Var& operator+=(Var& x, const Var& y) { return x = x + y; }
-inline Var& operator-=(Var& x, const Var& y) { return x = x - y; }
-inline Var sqrt(const Var& x) {
-  const mp s = boost::multiprecision::sqrt(x.v);
-  std::vector<Tape::Arg> a;
-  arg(a, x, 1 / (2 * s));
-  return make_node(s, std::move(a));
-}
-inline Var exp(const Var& x) {
-  const mp e = boost::multiprecision::exp(x.v);
-  std::vector<Tape::Arg> a;
-  arg(a, x, e);
-  return make_node(e, std::move(a));
-}
-// One node for a dot product (the matrix-vector products dominate the tapes).
-inline Var dot(const Var* x, const Var* y, int n) {
-  mp s = 0;
-  std::vector<Tape::Arg> a;
-  for (int j = 0; j < n; ++j) {
-    s += x[j].v * y[j].v;
-    arg(a, x[j], y[j].v);
-    arg(a, y[j], x[j].v);
-  }
-  return make_node(s, std::move(a));
-}
 inline mp dot(const mp* x, const mp* y, int n) {
   mp s = 0;
   for (int j = 0; j < n; ++j) s += x[j] * y[j];
@@ -162,10 +38,6 @@ inline mp dot(const mp* x, const mp* y, int n) {
 inline const mp& value(const mp& x) { return x; }
 inline const mp& value(const Var& x) { return x.v; }
 
-// Adjoint of x in a sweep from some output (0 when x is a constant or later).
-inline mp adjoint(const std::vector<mp>& adj, const Var& x) {
-  return x.id >= 0 && static_cast<std::size_t>(x.id) < adj.size() ? adj[x.id] : mp(0);
-}
 
 // ---------------------------------------------------------------------------
 // Generic forward computations (S = mp or Var). Matrices are row-major n×n.

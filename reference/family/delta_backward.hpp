@@ -1,0 +1,177 @@
+// The exact backward pass (adjoint recurrence) of the delta-rule core in delta.hpp,
+// shared by delta_rule, gated_delta_rule, kda, kaczmarz_delta_rule and the
+// preconditioned layers. Generic over the scalar type, like the forward.
+//
+// Forward step t (delta.hpp; d_t = 1, e^{g_t} 1 or e^{g_t} per key row):
+//   S̄_t = D_t S_{t-1},  u_t = S̄_tᵀ k_t,  δ_t = β_t (v_t − u_t),
+//   S_t = S̄_t + w_t δ_tᵀ,  o_t = S_tᵀ q̂_t,  q̂_t = scale·q_t.
+// Loss L with cotangents do_t = ∂L/∂o_t and dht = ∂L/∂S_T (absent: 0). With
+// dS = ∂L/∂S_t (everything after step t folded in), the adjoint step, t = T..1:
+//   dq_t  = scale · S_t do_t
+//   dS   += q̂_t do_tᵀ                     (the read o_t = S_tᵀ q̂_t)
+//   dw_t  = dS δ_t,   dδ_t = dSᵀ w_t      (the write w_t δ_tᵀ)
+//   dβ_t  = ⟨dδ_t, v_t − u_t⟩,  dv_t = β_t dδ_t,  du_t = −β_t dδ_t
+//   dS̄   = dS + k_t du_tᵀ,  dk_t = S̄_t du_t   (the read-back u_t = S̄_tᵀ k_t)
+//   dg_t  = Σ_ij dS̄_ij S̄_ij  (scalar decay: ∂S̄/∂g = S̄),  dg_{t,i} = Σ_j dS̄_ij S̄_ij  (per key)
+//   dS    ← D_t dS̄                          (= ∂L/∂S_{t-1}),   dh0 = dS after t = 1.
+// The read key k_t and the write key w_t get separate gradients dk, dw (w = k
+// except for the preconditioned layers, PDN eq. (9); the callers add them).
+// This is the order of FLA's naive recurrent backward: one sweep from T down to 1
+// carrying dS (PDN App. D, Fig. 9 (a), steps 1-3, run token by token).
+//
+// Stored vs recomputed: the forward sweep (the forward's own delta_sequence, one
+// token at a time, so the states are bit for bit the forward's) stores S_{t-1}
+// for every t (T·K·V values per sequence); the backward sweep recomputes S̄_t,
+// u_t, δ_t and S_t from it.
+#pragma once
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "reference/family/delta.hpp"
+
+namespace ttr {
+
+// Gradients of one delta-core run. dg has g's shape ([B,T,H] or [B,T,H,K]) and is
+// empty for Decay::none; dh0 [B,H,K,V] is ∂L/∂h0 (of the zero state when h0 is absent).
+template <class T>
+struct DeltaGrads {
+  Tensor<T> dq, dk, dw, dv, dbeta, dg, dh0;
+};
+
+template <class T>
+struct DeltaGradSequence {
+  SeqView<T> dq, dk, dw, dv, dbeta, dg;  // dg: [T] or [T, K]; unused for Decay::none
+};
+
+// One (batch, head) sequence. S0: the initial K×V state. dS: on entry ∂L/∂S_T
+// (zeros when dht is absent), on exit ∂L/∂S_0.
+template <class T>
+void delta_sequence_backward(const DeltaSequence<T>& s, std::int64_t len, int K, int V, const T& scale, const T* S0,
+                             SeqView<const T> do_, T* dS, const DeltaGradSequence<T>& gr) {
+  const T zero = from_double<T>(0.0);
+  const std::size_t KV = static_cast<std::size_t>(K) * V;
+  // Forward sweep: S_{t-1} for every t, stepped by the forward itself.
+  std::vector<T> states(static_cast<std::size_t>(len) * KV), S(S0, S0 + KV), o_scratch(V);
+  for (std::int64_t t = 0; t < len; ++t) {
+    std::copy(S.begin(), S.end(), states.begin() + static_cast<std::ptrdiff_t>(t * KV));
+    const auto at = [t](const SeqView<const T>& x) { return SeqView<const T>{x.base ? x.row(t) : nullptr, x.stride, x.features}; };
+    const DeltaSequence<T> one{at(s.q), at(s.k), at(s.v), at(s.w), at(s.beta), at(s.g), s.decay};
+    delta_sequence(one, 1, K, V, scale, S.data(), SeqView<T>{o_scratch.data(), 0, V});
+  }
+  // Backward sweep.
+  std::vector<T> d(K, from_double<T>(1.0)), Sbar(KV), St(KV), u(V), delta(V), r(V), ddelta(V), du(V);
+  for (std::int64_t t = len - 1; t >= 0; --t) {
+    decay_factors(s.decay, s.g, t, K, d);
+    const T* Sp = states.data() + t * KV;
+    const T* qt = s.q.row(t);
+    const T* kt = s.k.row(t);
+    const T* wt = s.w.row(t);
+    const T* vt = s.v.row(t);
+    const T* dot_ = do_.row(t);
+    const T& b = s.beta.at(t);
+    // Recompute S̄_t, u_t, δ_t, S_t.
+    for (std::size_t e = 0; e < KV; ++e) Sbar[e] = s.decay == Decay::none ? Sp[e] : Sp[e] * d[e / V];
+    for (int j = 0; j < V; ++j) {
+      u[j] = zero;
+      for (int i = 0; i < K; ++i) mul_add_to(u[j], kt[i], Sbar[static_cast<std::size_t>(i) * V + j]);
+      r[j] = vt[j] - u[j];
+      delta[j] = b * r[j];
+    }
+    for (int i = 0; i < K; ++i)
+      for (int j = 0; j < V; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i) * V + j;
+        St[e] = Sbar[e];
+        mul_add_to(St[e], wt[i], delta[j]);  // as the forward writes it
+      }
+    // The read: dq_t = scale·S_t do_t, dS += q̂ doᵀ.
+    for (int i = 0; i < K; ++i) {
+      T acc = zero;
+      for (int j = 0; j < V; ++j) mul_add_to(acc, St[static_cast<std::size_t>(i) * V + j], dot_[j]);
+      gr.dq.row(t)[i] = scale * acc;
+      const T qh = scale * qt[i];
+      for (int j = 0; j < V; ++j) mul_add_to(dS[static_cast<std::size_t>(i) * V + j], qh, dot_[j]);
+    }
+    // The write: dw = dS δ, dδ = dSᵀ w.
+    for (int j = 0; j < V; ++j) ddelta[j] = zero;
+    for (int i = 0; i < K; ++i) {
+      T acc = zero;
+      for (int j = 0; j < V; ++j) {
+        const T& e = dS[static_cast<std::size_t>(i) * V + j];
+        mul_add_to(acc, e, delta[j]);
+        mul_add_to(ddelta[j], wt[i], e);
+      }
+      gr.dw.row(t)[i] = acc;
+    }
+    // δ = β (v − u).
+    T db = zero;
+    for (int j = 0; j < V; ++j) {
+      mul_add_to(db, ddelta[j], r[j]);
+      gr.dv.row(t)[j] = b * ddelta[j];
+      du[j] = -(b * ddelta[j]);
+    }
+    gr.dbeta.at(t) = db;
+    // The read-back u = S̄ᵀ k: dS̄ = dS + k duᵀ, dk = S̄ du.
+    for (int i = 0; i < K; ++i) {
+      T acc = zero;
+      for (int j = 0; j < V; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i) * V + j;
+        mul_add_to(acc, Sbar[e], du[j]);
+        mul_add_to(dS[e], kt[i], du[j]);
+      }
+      gr.dk.row(t)[i] = acc;
+    }
+    // The decay S̄ = D S_{t-1}.
+    if (s.decay == Decay::none) continue;
+    T dg_scalar = zero;
+    for (int i = 0; i < K; ++i) {
+      T acc = zero;
+      for (int j = 0; j < V; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i) * V + j;
+        mul_add_to(acc, dS[e], Sbar[e]);
+        scale_by(dS[e], d[i]);
+      }
+      if (s.decay == Decay::per_key) gr.dg.row(t)[i] = acc;
+      else dg_scalar += acc;
+    }
+    if (s.decay == Decay::scalar) gr.dg.at(t) = dg_scalar;
+  }
+}
+
+// Whole-tensor driver, the backward of delta_forward: same inputs, then the
+// cotangents do_ [B,T,H,V] and dht (optional [B,H,K,V]).
+template <class T>
+void delta_backward(Decay kind, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& w, const Tensor<T>& v,
+                    const Tensor<T>& beta, const Tensor<T>* g, const Tensor<T>* h0, const T& scale,
+                    const Tensor<T>& do_, const Tensor<T>* dht, DeltaGrads<T>& out) {
+  const std::int64_t B = q.dim(0), len = q.dim(1), H = q.dim(2);
+  const int K = static_cast<int>(q.dim(3)), V = static_cast<int>(v.dim(3));
+  const T zero = from_double<T>(0.0);
+  out.dq = Tensor<T>(q.shape, zero);
+  out.dk = Tensor<T>(k.shape, zero);
+  out.dw = Tensor<T>(w.shape, zero);
+  out.dv = Tensor<T>(v.shape, zero);
+  out.dbeta = Tensor<T>(beta.shape, zero);
+  out.dg = g ? Tensor<T>(g->shape, zero) : Tensor<T>();
+  out.dh0 = dht ? *dht : Tensor<T>({B, H, K, V}, zero);
+  const std::vector<T> zeros(static_cast<std::size_t>(K) * V, zero);
+  const SeqView<T> no_dg{nullptr, 0, 0};
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const DeltaSequence<T> s{seq(q, b, h), seq(k, b, h), seq(v, b, h), seq(w, b, h), seq(beta, b, h),
+                               g ? seq(*g, b, h) : SeqView<const T>{nullptr, 0, 0}, kind};
+      const DeltaGradSequence<T> gr{seq(out.dq, b, h), seq(out.dk, b, h), seq(out.dw, b, h), seq(out.dv, b, h),
+                                    seq(out.dbeta, b, h), g ? seq(out.dg, b, h) : no_dg};
+      delta_sequence_backward(s, len, K, V, scale, h0 ? state_block(*h0, b, h) : zeros.data(), seq(do_, b, h),
+                              state_block(out.dh0, b, h), gr);
+    }
+}
+
+// Adds b into a (same shape): the read-key and write-key gradients of a key used for both.
+template <class T>
+void add_into(Tensor<T>& a, const Tensor<T>& b) {
+  for (std::size_t e = 0; e < a.data.size(); ++e) a.data[e] += b.data[e];
+}
+
+}  // namespace ttr

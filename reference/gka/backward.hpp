@@ -1,0 +1,274 @@
+// Gated KalmaNet (GKA), backward of the sequential form (sequential.hpp), for the
+// exact solve and the Chebyshev solver. Generic over the scalar type.
+//
+// Forward step t (GKA eqs. (CH), (4), Alg. 1), with γ = e^{g_t}, w = β_t (or 1):
+//   H_t = γ H_{t-1} + w k kᵀ,  S_t = γ S_{t-1} + w k vᵀ,  f = ‖H_t‖_F,  λ = a f (or fixed),
+//   q̂ = scale·q_t,  x solves (H_t + λI) x = q̂,  q̃ = q̂ + α (x − q̂) (α absent: q̃ = x),
+//   o_t = S_tᵀ q̃.
+// Cotangents do, dht = ∂L/∂S_T, dhkk = ∂L/∂H_T (optional). Adjoint step, t = T..1,
+// carrying dS = ∂L/∂S_t and dH = ∂L/∂H_t:
+//   dq̃ = S_t do,  dS += q̃ doᵀ;   dx = α dq̃,  dq̂ = (1 − α) dq̃,  dα = ⟨dq̃, x − q̂⟩ (α absent: dx = dq̃)
+//   exact solve, implicit differentiation (GKA eq. (6), Lemma 1 eq. (7)), A = H_t + λI:
+//     u = A⁻ᵀ dx,  dq̂ += u,  dH −= u xᵀ,  dλ = −⟨u, x⟩
+//   Chebyshev (reverse pass over the stored iterates ξ_{-1..r}, GKA App. C.1 eqs.
+//   (54)-(58), written for y = A x with A = H + λI applied as the forward applies it):
+//     for i = r..1:  dq̂ += c_i dξ_i,  dH −= c_i dξ_i ξ_{i-1}ᵀ,  dλ −= c_i ⟨dξ_i, ξ_{i-1}⟩,
+//                    dξ_{i-1} += ω_i dξ_i − c_i Aᵀ dξ_i,  dξ_{i-2} −= (ω_i − 1) dξ_i   (eq. (56))
+//     and dq̂ += c_0 dξ_0.  The coefficients depend on the bounds L = f + λ, μ = λ:
+//     ρ = (L − μ)/(L + μ), ω_i = 4/(4 − ρ² ω_{i-1}), c_i = 2ω_i/(L + μ), c_0 = 2/(L + μ); with
+//       dc_i = −⟨dξ_i, Aξ_{i-1} − q̂⟩ (i ≥ 1), dc_0 = ⟨dξ_0, q̂⟩,
+//       dω_i += ⟨dξ_i, ξ_{i-1} − ξ_{i-2}⟩ + 2 dc_i/(L + μ),  dω_{i-1} += dω_i ρ² ω_i²/4,
+//       dρ² += dω_i ω_{i-1} ω_i²/4;  with s = L + μ:  ds = −Σ_{i≥0} dc_i c_i/s − dρ ρ/s,
+//       dρ = 2ρ dρ²,  dL = ds + dρ/s,  dμ = ds − dρ/s;
+//     the exact adjoint adds dL to df and dL + dμ to dλ. GKA App. C.1 holds L, μ
+//     constant ("A_i, b_i, c_i depend on some constant terms and ω_i"): pass
+//     chebyshev_bounds_gradient = false for that variant.
+//   adaptive λ (eq. (4)):  df += a dλ;   then dH += (df / f) H_t  (f > 0)
+//   (H_t, S_t)  dγ = ⟨dH, H_{t-1}⟩ + ⟨dS, S_{t-1}⟩,  dw = kᵀ dH k + kᵀ dS v,
+//               dk = w ((dH + dHᵀ) k + dS v),  dv = w dSᵀ k,  dg_t = γ dγ,  dβ_t = dw,
+//               dH ← γ dH,  dS ← γ dS;    dh0 = dS_0,  dhkk0 = dH_0.
+// Summing the λ path of eq. (7): −a⟨u, x⟩ H_t/f per token, which with dk = (dH + dHᵀ)k
+// is Lemma 1's −w_t H_t k (w_t = 2a xᵀu/‖H_t‖_F).
+// H is read as a general K×K matrix (its gradient dhkk0 is the one of the entries);
+// the Cholesky solve reads one triangle of the symmetric H, so gradients that
+// differentiate through a symmetric parametrisation agree after folding (i, j) and (j, i).
+// Where λ = 0 (H_t = 0 under adaptive λ) the forward sets x = 0: no gradient flows
+// through x there. The CG solver has no backward here.
+//
+// Stored vs recomputed: a forward sweep stores H_{t-1} and S_{t-1} (T·(K² + K·V)
+// values per sequence); the backward recomputes H_t, S_t, f, λ, x (re-solving, or
+// re-running Chebyshev with every iterate stored) per token.
+#pragma once
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "reference/gka/sequential.hpp"
+
+namespace ttr {
+
+template <class T>
+struct GkaCotangents {
+  const Tensor<T>& o;         // [B,T,H,V]
+  const Tensor<T>* ht;        // [B,H,K,V]
+  const Tensor<T>* hkk;       // [B,H,K,K]
+};
+
+// dbeta / dalpha are filled when beta / alpha are given; dh0, dhkk0 always.
+template <class T>
+struct GkaGrads {
+  Tensor<T> dq, dk, dv, dg, dbeta, dalpha, dh0, dhkk0;
+};
+
+template <class T>
+void gka_backward(const GkaInputs<T>& in, const GkaOptions& opt, const T& scale, const GkaCotangents<T>& cot,
+                  GkaGrads<T>& gr, bool chebyshev_bounds_gradient = true) {
+  using std::exp;
+  using std::sqrt;
+  if (opt.solver == GkaSolver::cg) throw std::invalid_argument("gka_backward: no backward for the CG solver");
+  const std::int64_t B = in.q.dim(0), len = in.q.dim(1), Hn = in.q.dim(2);
+  const int K = static_cast<int>(in.q.dim(3)), V = static_cast<int>(in.v.dim(3));
+  const std::size_t KK = static_cast<std::size_t>(K) * K, KV = static_cast<std::size_t>(K) * V;
+  const T zero = from_double<T>(0.0), one = from_double<T>(1.0), two = from_double<T>(2.0),
+          four = from_double<T>(4.0);
+  const T a = from_double<T>(opt.a), omega0 = from_double<T>(opt.omega0);
+  gr.dq = Tensor<T>(in.q.shape, zero);
+  gr.dk = Tensor<T>(in.k.shape, zero);
+  gr.dv = Tensor<T>(in.v.shape, zero);
+  gr.dg = Tensor<T>(in.g.shape, zero);
+  gr.dbeta = in.beta ? Tensor<T>(in.beta->shape, zero) : Tensor<T>();
+  gr.dalpha = in.alpha ? Tensor<T>(in.alpha->shape, zero) : Tensor<T>();
+  gr.dh0 = cot.ht ? *cot.ht : Tensor<T>({B, Hn, K, V}, zero);
+  gr.dhkk0 = cot.hkk ? *cot.hkk : Tensor<T>({B, Hn, K, K}, zero);
+  auto at = [](int i, int j, int n) { return static_cast<std::size_t>(i) * n + j; };
+  std::vector<T> Hs(static_cast<std::size_t>(len) * KK), Ss(static_cast<std::size_t>(len) * KV);
+  std::vector<T> H(KK), S(KV), sq(K), x(K), qt(K), dqt(K), dsq(K), dx(K), u(K), tmp(K);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < Hn; ++h) {
+      const auto qs = seq(in.q, b, h), ks = seq(in.k, b, h), vs = seq(in.v, b, h), gs = seq(in.g, b, h);
+      const auto gate = [&](std::int64_t t) { return in.beta ? seq(*in.beta, b, h).at(t) : one; };
+      // H_t, S_t from H_{t-1}, S_{t-1} (the forward's operations).
+      auto update = [&](std::int64_t t, const T& gamma) {
+        const T w = gate(t);
+        const T* kt = ks.row(t);
+        for (int i = 0; i < K; ++i) {
+          const T wk = w * kt[i];
+          for (int j = 0; j < K; ++j) {
+            scale_by(H[at(i, j, K)], gamma);
+            mul_add_to(H[at(i, j, K)], wk, kt[j]);
+          }
+          for (int j = 0; j < V; ++j) {
+            scale_by(S[at(i, j, V)], gamma);
+            mul_add_to(S[at(i, j, V)], wk, vs.row(t)[j]);
+          }
+        }
+      };
+      const T* H0 = in.hkk0 ? state_block(*in.hkk0, b, h) : nullptr;
+      const T* S0 = in.h0 ? state_block(*in.h0, b, h) : nullptr;
+      for (std::size_t e = 0; e < KK; ++e) H[e] = H0 ? H0[e] : zero;
+      for (std::size_t e = 0; e < KV; ++e) S[e] = S0 ? S0[e] : zero;
+      for (std::int64_t t = 0; t < len; ++t) {
+        std::copy(H.begin(), H.end(), Hs.begin() + static_cast<std::ptrdiff_t>(t * KK));
+        std::copy(S.begin(), S.end(), Ss.begin() + static_cast<std::ptrdiff_t>(t * KV));
+        update(t, exp(gs.at(t)));
+      }
+      T* dH = state_block(gr.dhkk0, b, h);
+      T* dS = state_block(gr.dh0, b, h);
+      for (std::int64_t t = len - 1; t >= 0; --t) {
+        const T* Hp = Hs.data() + t * KK;
+        const T* Sp = Ss.data() + t * KV;
+        std::copy(Hp, Hp + KK, H.begin());
+        std::copy(Sp, Sp + KV, S.begin());
+        const T gamma = exp(gs.at(t));
+        update(t, gamma);
+        const T fro = sqrt(dot(H.data(), H.data(), static_cast<int>(KK)));
+        const T lam = opt.fixed_lambda ? from_double<T>(opt.lambda) : a * fro;
+        for (int i = 0; i < K; ++i) sq[i] = scale * qs.row(t)[i];
+        auto apply = [&](const T* xin, T* y) {  // y = (H + λI) x, as the forward
+          for (int i = 0; i < K; ++i) y[i] = dot(H.data() + at(i, 0, K), xin, K) + lam * xin[i];
+        };
+        auto apply_t = [&](const T* xin, T* y) {  // y = (H + λI)ᵀ x
+          for (int i = 0; i < K; ++i) {
+            y[i] = lam * xin[i];
+            for (int j = 0; j < K; ++j) mul_add_to(y[i], H[at(j, i, K)], xin[j]);
+          }
+        };
+        const bool degenerate = lam == zero;
+        ChebyshevResult<T> ch;
+        ChebyshevParams<T> cp{fro + lam, lam, opt.iters, omega0};
+        std::vector<T> A;
+        if (degenerate) {
+          std::fill(x.begin(), x.end(), zero);
+        } else if (opt.solver == GkaSolver::exact) {
+          A.assign(H.begin(), H.end());
+          for (int i = 0; i < K; ++i) A[at(i, i, K)] += lam;
+          if (!cholesky_solve(A, K, sq.data(), x.data()) && !lu_solve(A, K, sq.data(), x.data()))
+            std::fill(x.begin(), x.end(), zero / zero);
+        } else {
+          ch = chebyshev_forward(apply, sq.data(), K, cp, true);
+          x = ch.xi;
+        }
+        const T alpha = in.alpha ? seq(*in.alpha, b, h).at(t) : one;
+        for (int i = 0; i < K; ++i) qt[i] = in.alpha ? sq[i] + alpha * (x[i] - sq[i]) : x[i];
+        // The readout o = S_tᵀ q̃.
+        const T* dot_ = seq(cot.o, b, h).row(t);
+        for (int i = 0; i < K; ++i) {
+          T acc = zero;
+          for (int j = 0; j < V; ++j) {
+            mul_add_to(acc, S[at(i, j, V)], dot_[j]);
+            mul_add_to(dS[at(i, j, V)], qt[i], dot_[j]);
+          }
+          dqt[i] = acc;
+        }
+        // The α-connection.
+        T dalpha = zero;
+        for (int i = 0; i < K; ++i) {
+          if (in.alpha) {
+            dx[i] = alpha * dqt[i];
+            dsq[i] = (one - alpha) * dqt[i];
+            mul_add_to(dalpha, dqt[i], x[i] - sq[i]);
+          } else {
+            dx[i] = dqt[i];
+            dsq[i] = zero;
+          }
+        }
+        if (in.alpha) seq(gr.dalpha, b, h).at(t) = dalpha;
+        // The solve.
+        T dlam = zero, dfro = zero;
+        if (!degenerate && opt.solver == GkaSolver::exact) {
+          if (!cholesky_solve(A, K, dx.data(), u.data()) && !lu_solve(A, K, dx.data(), u.data()))
+            std::fill(u.begin(), u.end(), zero / zero);
+          for (int i = 0; i < K; ++i) {
+            dsq[i] += u[i];
+            for (int j = 0; j < K; ++j) mul_add_to(dH[at(i, j, K)], -u[i], x[j]);
+          }
+          dlam = -dot(u.data(), x.data(), K);
+        } else if (!degenerate) {
+          const int r = opt.iters;
+          const T s = cp.L + cp.mu, rho = (cp.L - cp.mu) / s, rho2 = rho * rho;
+          auto c = [&](int i) { return i == 0 ? two / s : two * ch.omega[i] / s; };
+          auto xi = [&](int i) -> const std::vector<T>& { return ch.stored[static_cast<std::size_t>(i + 1)]; };
+          std::vector<std::vector<T>> d(static_cast<std::size_t>(r) + 2, std::vector<T>(K, zero));  // dξ_{-1..r}
+          auto dxi = [&](int i) -> std::vector<T>& { return d[static_cast<std::size_t>(i + 1)]; };
+          dxi(r) = dx;
+          std::vector<T> domega(static_cast<std::size_t>(r) + 1, zero);
+          T ds = zero, drho2 = zero;
+          for (int i = r; i >= 1; --i) {
+            const std::vector<T>& di = dxi(i);
+            const std::vector<T>& xm1 = xi(i - 1);
+            const std::vector<T>& xm2 = xi(i - 2);
+            const T ci = c(i), wi = ch.omega[i];
+            apply_t(di.data(), tmp.data());
+            std::vector<T>& dm1 = dxi(i - 1);
+            std::vector<T>& dm2 = dxi(i - 2);
+            for (int j = 0; j < K; ++j) {
+              dsq[j] += ci * di[j];
+              dm1[j] += wi * di[j] - ci * tmp[j];
+              dm2[j] -= (wi - one) * di[j];
+            }
+            for (int p = 0; p < K; ++p)
+              for (int q = 0; q < K; ++q) mul_add_to(dH[at(p, q, K)], -(ci * di[p]), xm1[q]);
+            dlam -= ci * dot(di.data(), xm1.data(), K);
+            apply(xm1.data(), tmp.data());
+            T dci = zero, dwi = domega[static_cast<std::size_t>(i)];
+            for (int j = 0; j < K; ++j) {
+              mul_add_to(dci, -di[j], tmp[j] - sq[j]);
+              mul_add_to(dwi, di[j], xm1[j] - xm2[j]);
+            }
+            dwi += two * dci / s;
+            ds -= dci * ci / s;
+            const T w2 = wi * wi;
+            domega[static_cast<std::size_t>(i - 1)] += dwi * rho2 * w2 / four;
+            drho2 += dwi * ch.omega[i - 1] * w2 / four;
+          }
+          const T c0 = c(0);
+          for (int j = 0; j < K; ++j) dsq[j] += c0 * dxi(0)[j];
+          if (chebyshev_bounds_gradient) {
+            ds -= dot(dxi(0).data(), sq.data(), K) * c0 / s;  // c_0 = 2/s
+            const T drho = two * rho * drho2;
+            ds -= drho * rho / s;
+            const T dL = ds + drho / s, dmu = ds - drho / s;
+            dfro += dL;
+            dlam += dL + dmu;
+          }
+        }
+        if (!opt.fixed_lambda) dfro += a * dlam;
+        if (fro != zero) {
+          const T f = dfro / fro;
+          for (std::size_t e = 0; e < KK; ++e) mul_add_to(dH[e], f, H[e]);
+        }
+        for (int i = 0; i < K; ++i) seq(gr.dq, b, h).row(t)[i] = scale * dsq[i];
+        // H_t = γ H_{t-1} + w k kᵀ,  S_t = γ S_{t-1} + w k vᵀ.
+        const T w = gate(t);
+        const T* kt = ks.row(t);
+        const T* vt = vs.row(t);
+        T dgamma = dot(dH, Hp, static_cast<int>(KK)) + dot(dS, Sp, static_cast<int>(KV)), dw = zero;
+        T* dkt = seq(gr.dk, b, h).row(t);
+        T* dvt = seq(gr.dv, b, h).row(t);
+        for (int j = 0; j < V; ++j) dvt[j] = zero;
+        for (int i = 0; i < K; ++i) {
+          T acc = zero;
+          for (int j = 0; j < K; ++j) {
+            mul_add_to(acc, dH[at(i, j, K)], kt[j]);
+            mul_add_to(acc, dH[at(j, i, K)], kt[j]);
+          }
+          T sv = zero;
+          for (int j = 0; j < V; ++j) {
+            mul_add_to(sv, dS[at(i, j, V)], vt[j]);
+            mul_add_to(dvt[j], dS[at(i, j, V)], kt[i]);
+          }
+          // kᵀ dH k = ½ Σ_i k_i ((dH + dHᵀ) k)_i
+          mul_add_to(dw, kt[i], acc / two + sv);
+          dkt[i] = w * (acc + sv);
+        }
+        for (int j = 0; j < V; ++j) dvt[j] *= w;
+        seq(gr.dg, b, h).at(t) = gamma * dgamma;
+        if (in.beta) seq(gr.dbeta, b, h).at(t) = dw;
+        for (std::size_t e = 0; e < KK; ++e) scale_by(dH[e], gamma);
+        for (std::size_t e = 0; e < KV; ++e) scale_by(dS[e], gamma);
+      }
+    }
+}
+
+}  // namespace ttr
