@@ -3,6 +3,9 @@
 //   gated_delta_rule  B=1 H=1 T=4096 K=V=128           fp64, MPFR-128, MPFR-256
 //   gka               B=1 H=1 T=2048 K=V=64   exact, chebyshev (30 iters): fp64, MPFR-256
 //   kla_kalman        B=1 H=1 T=65536 N=16 D=64         fp64, MPFR-256
+// and the backward direction (the gradient oracle) next to its forward:
+//   gated_delta_rule  B=1 H=1 T=4096 K=V=128           fp64, MPFR-256
+//   gka               B=1 H=1 T=2048 K=V=64   chebyshev (30 iters): fp64, MPFR-256
 // Run: build/default/bench/oracle_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -19,26 +22,35 @@ struct Workload {
   std::vector<std::pair<std::string, std::string>> config;
 };
 
-const ttr::TensorMap<double>& inputs_for(const Workload& w) {
+// The inputs of a workload; backward: plus a cotangent of every output (the
+// backward spec's extra inputs, drawn from their own streams).
+const ttr::TensorMap<double>& inputs_for(const Workload& w, ttr::Direction d) {
   static std::map<std::string, ttr::TensorMap<double>> cache;
-  const std::string key = std::string(w.layer) + std::to_string(w.T);
+  const std::string key = std::string(w.layer) + std::to_string(w.T) + ttr::direction_name(d);
   auto it = cache.find(key);
   if (it == cache.end()) {
     const auto& spec = ttr::find_layer(w.layer).spec;
     ttr::VectorCase c{"bench", "",
                       {{"B", 1}, {"T", w.T}, {"H", 1}, {"K", w.K}, {"V", w.V}, {"N", w.K}, {"D", w.V}}, {}, {}};
-    it = cache.emplace(key, ttr::generate_inputs(spec, c, 1)).first;
+    ttr::TensorMap<double> in = ttr::generate_inputs(spec, c, 1);
+    if (d == ttr::Direction::backward) {
+      ttr::LayerSpec cot = ttr::backward_spec(spec);
+      std::erase_if(cot.inputs, [&](const ttr::TensorSpec& t) { return spec.input(t.name) != nullptr; });
+      for (auto& t : cot.inputs) t.required = true;
+      for (auto& [name, t] : ttr::generate_inputs(cot, c, 1)) in[name] = std::move(t);
+    }
+    it = cache.emplace(key, std::move(in)).first;
   }
   return it->second;
 }
 
-void BM_Oracle(benchmark::State& state, Workload w, ttr::Arith arith) {
+void BM_Oracle(benchmark::State& state, Workload w, ttr::Arith arith, ttr::Direction d = ttr::Direction::forward) {
   const auto& layer = ttr::find_layer(w.layer);
   const ttr::Config cfg = ttr::Config::make(layer.spec, w.config);
-  const auto& in = inputs_for(w);
+  const auto& in = inputs_for(w, d);
   for (auto _ : state) {
-    auto r = ttr::run_layer(layer, ttr::Form::sequential, arith, in, cfg);
-    benchmark::DoNotOptimize(r.values.at("o").data.data());
+    auto r = ttr::run_layer(layer, ttr::Form::sequential, arith, in, cfg, 64, d);
+    benchmark::DoNotOptimize(r.values.begin()->second.data.data());
   }
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(w.T) * state.iterations(),
                                                   benchmark::Counter::kIsRate);
@@ -52,8 +64,8 @@ const Workload kla{"kla_kalman", 65536, 16, 64, {}};
 
 }  // namespace
 
-#define TTR_BENCH(name, w, a) \
-  BENCHMARK_CAPTURE(BM_Oracle, name, w, a)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1)
+#define TTR_BENCH(name, w, ...) \
+  BENCHMARK_CAPTURE(BM_Oracle, name, w, __VA_ARGS__)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1)
 
 TTR_BENCH(gated_delta_rule_fp64, gdn, fp64);
 TTR_BENCH(gated_delta_rule_mpfr128, gdn, mpfr128);
@@ -64,5 +76,9 @@ TTR_BENCH(gka_chebyshev30_fp64, gka_cheb, fp64);
 TTR_BENCH(gka_chebyshev30_mpfr256, gka_cheb, mpfr256);
 TTR_BENCH(kla_kalman_fp64, kla, fp64);
 TTR_BENCH(kla_kalman_mpfr256, kla, mpfr256);
+TTR_BENCH(gated_delta_rule_backward_fp64, gdn, fp64, ttr::Direction::backward);
+TTR_BENCH(gated_delta_rule_backward_mpfr256, gdn, mpfr256, ttr::Direction::backward);
+TTR_BENCH(gka_chebyshev30_backward_fp64, gka_cheb, fp64, ttr::Direction::backward);
+TTR_BENCH(gka_chebyshev30_backward_mpfr256, gka_cheb, mpfr256, ttr::Direction::backward);
 
 BENCHMARK_MAIN();

@@ -2,6 +2,7 @@
 // model (gate/judge.hpp). Exit 0 pass, 1 fail, 2 bad usage or input. Every
 // file is validated before the oracle is computed, and reports are written only
 // once everything succeeded (docs/reports.md).
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <filesystem>
@@ -49,6 +50,17 @@ std::map<std::string, Shape> output_shapes(const LayerSpec& spec, const Dims& di
   return s;
 }
 
+// The outputs a check of these inputs compares: forward, every output; backward,
+// the gradient of every input given (dh0 only with h0, ...).
+std::vector<std::string> expected_outputs(const LayerSpec& fwd, const LayerSpec& spec, const LoadedInputs& in,
+                                          Direction d) {
+  std::vector<std::string> names;
+  for (const TensorSpec& t : spec.outputs)
+    if (d == Direction::forward || in.inputs.tensors.count(t.name.substr(1)) || !fwd.input(t.name.substr(1)))
+      names.push_back(t.name);
+  return names;
+}
+
 // The last part of a check id: "<suite>.<case>" for vectors ttrcheck wrote (stable
 // across machines and temp directories, as baselines need), else the inputs' file name.
 std::string case_name(const LoadedInputs& in, const std::string& path) {
@@ -65,14 +77,17 @@ std::string case_name(const LoadedInputs& in, const std::string& path) {
 // other outputs (a kernel may not return its final state) are optional; tensors
 // the layer does not know are ignored. Sets `storage` to `o`'s dtype.
 TensorMap<double> load_candidate(const std::string& path, const LayerSpec& spec,
-                                 const std::map<std::string, Shape>& shapes, io::DType& storage) {
+                                 const std::map<std::string, Shape>& shapes, const std::vector<std::string>& required,
+                                 io::DType& storage) {
   const io::TensorFile f = io::read_safetensors(path);
   if (const auto l = f.metadata.find("layer"); l != f.metadata.end() && l->second != spec.name)
     throw InputError(fmt::format("{}: candidate was written for layer '{}', not '{}' (metadata 'layer')", path,
                                  l->second, spec.name));
-  if (!f.tensors.count("o"))
-    throw InputError(fmt::format("{}: missing tensor 'o' {}: a candidate must hold the layer's output 'o'", path,
-                                 dims_str(*spec.output("o"))));
+  for (const std::string& name : required)
+    if (!f.tensors.count(name))
+      throw InputError(fmt::format("{}: missing tensor '{}' {}: a candidate must hold {}", path, name,
+                                   dims_str(*spec.output(name)),
+                                   name == "o" ? "the layer's output 'o'" : "every gradient of the given inputs"));
   TensorMap<double> out;
   for (const auto& ts : spec.outputs) {
     const auto it = f.tensors.find(ts.name);
@@ -88,7 +103,7 @@ TensorMap<double> load_candidate(const std::string& path, const LayerSpec& spec,
     out[ts.name] = Tensor<double>{it->second.shape, 0.0};
     out[ts.name].data = io::to_f64(it->second, what);
   }
-  storage = f.tensors.at("o").dtype;
+  storage = f.tensors.at(required.front()).dtype;
   return out;
 }
 
@@ -99,7 +114,8 @@ TensorMap<double> load_candidate(const std::string& path, const LayerSpec& spec,
 // every output present with the inputs' shapes.
 TensorMap<double> load_oracle(const std::string& path, const LayerSpec& spec, const Config& cfg,
                               const std::map<std::string, Shape>& shapes, const LoadedInputs& in,
-                              const std::string& in_path) {
+                              const std::string& in_path, const std::vector<std::string>& expected,
+                              Direction direction) {
   const io::TensorFile f = io::read_safetensors(path);
   const auto& m = f.metadata;
   const auto layer = m.find("layer");
@@ -109,6 +125,11 @@ TensorMap<double> load_oracle(const std::string& path, const LayerSpec& spec, co
     throw InputError(fmt::format("{}: oracle was written for layer '{}', not '{}'", path, layer->second, spec.name));
   if (const auto k = m.find("kind"); k != m.end() && k->second != "oracle")
     throw InputError(fmt::format("{}: metadata 'kind' is '{}': not an oracle file", path, k->second));
+  const auto d = m.find("direction");
+  const std::string stored = d == m.end() ? "forward" : d->second;
+  if (stored != direction_name(direction))
+    throw InputError(fmt::format("{}: oracle of the {} direction, but this check is {} (--backward)", path, stored,
+                                 direction_name(direction)));
   if (const auto c = m.find("config"); c != m.end()) {
     const nlohmann::json stored = nlohmann::json::parse(c->second, nullptr, false);
     if (stored != nlohmann::json::parse(cfg.json()))
@@ -122,6 +143,7 @@ TensorMap<double> load_oracle(const std::string& path, const LayerSpec& spec, co
   }
   TensorMap<double> out;
   for (const auto& ts : spec.outputs) {
+    if (std::find(expected.begin(), expected.end(), ts.name) == expected.end()) continue;
     const auto it = f.tensors.find(ts.name);
     const std::string what = fmt::format("{}: oracle tensor '{}'", path, ts.name);
     if (it == f.tensors.end()) throw InputError(fmt::format("{} {} is missing", what, dims_str(ts)));
@@ -144,6 +166,7 @@ Command add_check(CLI::App& app) {
     std::string layer, in, candidate, dtype, oracle, report, junit, form;
     int chunk_size = 64, samples = ModelSpec{}.samples;
     std::uint64_t seed = 0;
+    bool backward = false;
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Opts>();
@@ -161,19 +184,26 @@ Command add_check(CLI::App& app) {
   cmd->add_option("--samples", o->samples, "Monte Carlo arithmetic runs of the model")->check(CLI::Range(1, 100000));
   cmd->add_option("--seed", o->seed, "seed of the model's perturbations (same seed: identical report)")
       ->check(seed_validator());
+  add_backward_flag(*cmd, o->backward);
   add_set_option(*cmd, o->sets);
   return [o]() {
     check_outputs({{"--in", o->in}, {"--candidate", o->candidate}, {"--oracle", o->oracle}},
                   {{"--report", o->report}, {"--junit", o->junit}});
-    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
-    const LayerSpec& spec = in.layer->spec;
+    const Direction dir = o->backward ? Direction::backward : Direction::forward;
+    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets, dir);
+    const LayerSpec spec = direction_spec(in.layer->spec, dir);
     ModelSpec ms;
-    ms.form = o->form.empty() ? (in.layer->has_form(Form::chunk) ? Form::chunk : Form::sequential) : parse_form(o->form);
-    if (!in.layer->has_form(ms.form))
-      throw InputError(fmt::format("--form: layer '{}' has no {} form", spec.name, form_name(ms.form)));
+    ms.direction = dir;
+    ms.form = o->form.empty() ? (in.layer->has_form(Form::chunk, dir) ? Form::chunk : Form::sequential)
+                              : parse_form(o->form);
+    if (!in.layer->has_form(ms.form, dir))
+      throw InputError(fmt::format("--form: layer '{}' has no {} {} form", spec.name, form_name(ms.form),
+                                   direction_name(dir)));
     const auto shapes = output_shapes(spec, in.inputs.dims);
+    const std::vector<std::string> expected = expected_outputs(in.layer->spec, spec, in, dir);
+    const std::vector<std::string> required = dir == Direction::forward ? std::vector<std::string>{"o"} : expected;
     io::DType storage = io::DType::F32;
-    const TensorMap<double> candidate = load_candidate(o->candidate, spec, shapes, storage);
+    const TensorMap<double> candidate = load_candidate(o->candidate, spec, shapes, required, storage);
     ms.dtype = o->dtype.empty() ? tier_of_storage(storage) : parse_kernel_dtype(o->dtype);
     ms.chunk_size = o->chunk_size;
     ms.samples = o->samples;
@@ -181,10 +211,14 @@ Command add_check(CLI::App& app) {
     // The oracle: a stored one, or the sequential definition in MPFR-256 (the call
     // `ttrcheck oracle` makes, so a stored default oracle gives identical numbers).
     std::optional<Judge> judge;
-    if (o->oracle.empty()) judge.emplace(*in.layer, in.inputs.tensors, in.config, Arith{Tier::mpfr, kOracleBits});
-    else judge.emplace(*in.layer, in.inputs.tensors, in.config, load_oracle(o->oracle, spec, in.config, shapes, in, o->in));
+    if (o->oracle.empty())
+      judge.emplace(*in.layer, in.inputs.tensors, in.config, Arith{Tier::mpfr, kOracleBits}, dir);
+    else
+      judge.emplace(*in.layer, in.inputs.tensors, in.config,
+                    load_oracle(o->oracle, spec, in.config, shapes, in, o->in, expected, dir), dir);
     const CheckResult result = (*judge)(candidate, ms);
-    const std::vector<NamedCheck> checks = {{check_id(result, case_name(in, o->in)), result}};
+    const std::string id = check_id(result, case_name(in, o->in)) + (o->backward ? "/backward" : "");
+    const std::vector<NamedCheck> checks = {{id, result}};
 
     if (!o->report.empty()) write_report(o->report, report_json("check", checks));
     if (!o->junit.empty()) {

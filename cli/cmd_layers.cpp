@@ -55,6 +55,12 @@ nlohmann::json layer_json(const LayerEntry& e) {
   for (Form f : e.form_list()) j["forms"].push_back(form_name(f));
   j["family"] = s.family;
   j["implementations"] = implementations(e);
+  if (e.has_form(Form::sequential, Direction::backward)) {
+    const LayerSpec b = backward_spec(s);
+    for (const auto& t : b.inputs)
+      if (!s.input(t.name)) j["backward"]["cotangents"].push_back(tensor_json(t));
+    for (const auto& t : b.outputs) j["backward"]["gradients"].push_back(tensor_json(t));
+  }
   return j;
 }
 
@@ -78,6 +84,16 @@ void print_layer(const LayerEntry& e) {
   for (Form f : e.form_list()) forms += (forms.empty() ? "" : ", ") + std::string(form_name(f));
   fmt::print("  forms: {}\n  implemented by: {}\n  equations: {}\n", forms, fmt::join(implementations(e), "; "),
              fmt::join(s.equations, "; "));
+  if (e.has_form(Form::sequential, Direction::backward)) {
+    const LayerSpec b = backward_spec(s);
+    std::vector<std::string> cot, grads;
+    for (const auto& t : b.inputs)
+      if (!s.input(t.name)) cot.push_back(t.name + (t.required ? "" : "?"));
+    for (const auto& t : b.outputs) grads.push_back(t.name);
+    fmt::print("  backward (--backward): cotangents {} (? optional) -> gradients {}; config keys are configuration "
+               "and get no gradient\n",
+               fmt::join(cot, ", "), fmt::join(grads, ", "));
+  }
   for (const auto& n : s.notes) fmt::print("  note: {}\n", n);
   fmt::print("\n");
 }

@@ -11,7 +11,7 @@ Command add_oracle(CLI::App& app) {
   struct Opts {
     std::string layer, in, out, form = "sequential";
     unsigned bits = 256;
-    bool certified = false;
+    bool certified = false, backward = false;
     int chunk_size = 64;
     std::vector<std::string> sets;
   };
@@ -25,11 +25,14 @@ Command add_oracle(CLI::App& app) {
   cmd->add_flag("--certified", o->certified, "also write an MPFI enclosure '<name>.lower'/'<name>.upper' per output");
   cmd->add_option("--form", o->form, "sequential|chunk|scan");
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
+  add_backward_flag(*cmd, o->backward);
   add_set_option(*cmd, o->sets);
   return [o]() {
     check_outputs({{"--in", o->in}}, {{"--out", o->out}});
-    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
+    const Direction dir = o->backward ? Direction::backward : Direction::forward;
+    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets, dir);
     OracleOptions opt;
+    opt.direction = dir;
     opt.form = parse_form(o->form);
     opt.bits = o->bits;
     opt.certified = o->certified;

@@ -28,6 +28,7 @@ Command add_run(CLI::App& app) {
   struct Opts {
     std::string layer, in, out, arith = "fp32", form = "sequential", mutant = "none", device = "cpu";
     int chunk_size = 64;
+    bool backward = false;
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Opts>();
@@ -43,6 +44,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--device", o->device,
                   "cpu | cuda: the CUDA kernels of gpu/ (--form chunk: the chunk kernel, chunk size 64; "
                   "--form sequential: the sequential (FLA: fused_recurrent) kernel; --arith bf16|fp32)");
+  add_backward_flag(*cmd, o->backward);
   add_set_option(*cmd, o->sets);
   return [o]() {
     if (o->device != "cpu" && o->device != "cuda")
@@ -54,7 +56,10 @@ Command add_run(CLI::App& app) {
     if (mutant != Mutant::none && form == Form::sequential)
       throw InputError(fmt::format("--mutant {}: the sequential form is never mutated (use --form chunk|scan)", o->mutant));
     check_outputs({{"--in", o->in}}, {{"--out", o->out}});
-    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets);
+    const Direction dir = o->backward ? Direction::backward : Direction::forward;
+    if (o->backward && o->device != "cpu")
+      throw InputError("--backward: the CUDA kernels compute the forward direction only (--device cpu)");
+    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets, dir);
     if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form))
       fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {}: the output is unmutated\n",
                  o->mutant, in.layer->spec.name, form_name(form));
@@ -87,12 +92,13 @@ Command add_run(CLI::App& app) {
     }
     const LayerResult r = [&] {
       const MutantScope scope(mutant);
-      return run_layer(*in.layer, form, arith, in.inputs.tensors, in.config, o->chunk_size);
+      return run_layer(*in.layer, form, arith, in.inputs.tensors, in.config, o->chunk_size, dir);
     }();
     auto meta = base_metadata("run", in.layer->spec, in.config);
     meta["form"] = form_name(form);
     meta["precision"] = arith_name(arith);
     meta["policy"] = policy_description(arith, form != Form::sequential);
+    if (o->backward) meta["direction"] = direction_name(dir);
     if (form != Form::sequential) meta["chunk_size"] = std::to_string(o->chunk_size);
     meta["working_bits"] = std::to_string(r.working_bits);
     if (mutant != Mutant::none) meta["mutant"] = o->mutant;

@@ -48,7 +48,7 @@ Command add_vectors(CLI::App& app) {
     std::string layer, suite, out;
     std::uint64_t seed = 0;
     unsigned bits = 256;
-    bool no_oracle = false;
+    bool no_oracle = false, backward = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("vectors", "write a suite's input vectors and their oracle outputs");
@@ -58,6 +58,9 @@ Command add_vectors(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "random seed (same seed: bit-identical files)")->check(seed_validator());
   cmd->add_option("--bits", o->bits, "oracle MPFR precision")->check(CLI::Range(24u, 100000u));
   cmd->add_flag("--no-oracle", o->no_oracle, "inputs only");
+  cmd->add_flag("--backward", o->backward,
+                "also write, per case, <stem>.backward.inputs.safetensors (the inputs plus a cotangent of every "
+                "output: do, dht, ...) and <stem>.backward.oracle.safetensors (the gradients d<input>)");
   return [o]() {
     std::vector<const LayerEntry*> layers;
     if (o->layer == "all")
@@ -93,6 +96,40 @@ Command add_vectors(CLI::App& app) {
           io::write_safetensors_atomic(out_path, compute_oracle(*l, li, cfg, opt, meta));
           rb.wrote(out_path);
           entry["oracle"] = out_path.filename().string();
+        }
+        if (o->backward) {
+          // The cotangents: drawn like any value tensor (N(0,1) on the bf16 grid),
+          // each from its own stream of (seed, layer, case, name), so the
+          // forward tensors and each cotangent are the same whatever else is drawn.
+          const LayerSpec bwd = backward_spec(l->spec);
+          LayerSpec cot = bwd;
+          cot.inputs.clear();
+          for (const TensorSpec& t : bwd.inputs)
+            if (!l->spec.input(t.name)) {
+              cot.inputs.push_back(t);
+              cot.inputs.back().required = true;
+            }
+          TensorMap<double> binputs = generate_inputs(l->spec, c, o->seed);
+          for (auto& [name, t] : generate_inputs(cot, c, o->seed)) binputs[name] = std::move(t);
+          auto bmeta = base_metadata("inputs", l->spec, cfg);
+          bmeta["seed"] = std::to_string(o->seed);
+          bmeta["suite"] = o->suite;
+          bmeta["case"] = c.name;
+          bmeta["direction"] = "backward";
+          const fs::path bin_path = dir / (stem + ".backward.inputs.safetensors");
+          io::write_safetensors_atomic(bin_path, to_file(binputs, io::DType::F32, bmeta));
+          rb.wrote(bin_path);
+          entry["backward_inputs"] = bin_path.filename().string();
+          if (!o->no_oracle) {
+            OracleOptions opt;
+            opt.bits = o->bits;
+            opt.direction = Direction::backward;
+            LayerInputs li{std::move(binputs), c.dims};
+            const fs::path bout_path = dir / (stem + ".backward.oracle.safetensors");
+            io::write_safetensors_atomic(bout_path, compute_oracle(*l, li, cfg, opt, bmeta));
+            rb.wrote(bout_path);
+            entry["backward_oracle"] = bout_path.filename().string();
+          }
         }
         manifest["cases"].push_back(entry);
         fmt::print(stderr, "wrote {}\n", stem);

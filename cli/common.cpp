@@ -8,13 +8,20 @@
 
 namespace ttr::cli {
 
-LoadedInputs load_inputs(const std::string& layer_name, const std::string& path, const std::vector<std::string>& sets) {
+LoadedInputs load_inputs(const std::string& layer_name, const std::string& path, const std::vector<std::string>& sets,
+                         Direction direction) {
   const LayerEntry& layer = find_layer(layer_name);
   io::TensorFile file = io::read_safetensors(path);
   const auto pairs = config_pairs(file.metadata, layer_name, sets, path);
   Config config = Config::make(layer.spec, pairs);
-  LayerInputs inputs = validate_inputs(layer.spec, file, path);
+  LayerInputs inputs = validate_inputs(direction_spec(layer.spec, direction), file, path);
   return {&layer, std::move(file), std::move(inputs), std::move(config)};
+}
+
+void add_backward_flag(CLI::App& cmd, bool& backward) {
+  cmd.add_flag("--backward", backward,
+               "the backward direction: inputs hold the forward inputs plus the cotangents do (and optionally "
+               "dht, d<output>); outputs are the gradients d<input> (`ttrcheck layers` lists them)");
 }
 
 void add_set_option(CLI::App& cmd, std::vector<std::string>& sets) {

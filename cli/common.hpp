@@ -22,10 +22,15 @@ struct LoadedInputs {
   Config config;
 };
 
-// Reads and validates `path` for `layer_name`. The config is the one recorded in
-// the file's metadata when the file was made for the same layer (ttrcheck
-// vectors records it), overridden key by key by `sets`.
-LoadedInputs load_inputs(const std::string& layer_name, const std::string& path, const std::vector<std::string>& sets);
+// Reads and validates `path` for `layer_name` in `direction` (backward: the
+// forward inputs plus the output cotangents, `do` required). The config is the
+// one recorded in the file's metadata when the file was made for the same layer
+// (ttrcheck vectors records it), overridden key by key by `sets`.
+LoadedInputs load_inputs(const std::string& layer_name, const std::string& path, const std::vector<std::string>& sets,
+                         Direction direction = Direction::forward);
+
+// `--backward`: the flag every command with a backward direction shares.
+void add_backward_flag(CLI::App& cmd, bool& backward);
 
 void add_set_option(CLI::App& cmd, std::vector<std::string>& sets);
 

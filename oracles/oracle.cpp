@@ -38,9 +38,12 @@ std::string inputs_digest(const TensorMap<double>& inputs) {
 
 io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, const Config& cfg,
                               const OracleOptions& opt, const std::map<std::string, std::string>& input_metadata) {
-  const LayerResult point = run_layer(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size);
+  const LayerResult point =
+      run_layer(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size, opt.direction);
+  const LayerSpec spec = direction_spec(layer.spec, opt.direction);
   auto meta = base_metadata("oracle", layer.spec, cfg);
   meta["form"] = form_name(opt.form);
+  if (opt.direction != Direction::forward) meta["direction"] = direction_name(opt.direction);
   if (opt.form != Form::sequential) meta["chunk_size"] = std::to_string(opt.chunk_size);
   meta["precision"] = fmt::format("mpfr:{}", opt.bits);
   meta["working_bits"] = std::to_string(point.working_bits);
@@ -58,9 +61,10 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   if (!nonfinite.empty()) meta["nonfinite_outputs"] = nonfinite;
   TensorMap<double> out = point.values;
   if (opt.certified) {
-    const LayerResult box = run_layer(layer, opt.form, {Tier::mpfi, opt.bits}, in.tensors, cfg, opt.chunk_size);
+    const LayerResult box =
+        run_layer(layer, opt.form, {Tier::mpfi, opt.bits}, in.tensors, cfg, opt.chunk_size, opt.direction);
     for (const auto& [name, t] : point.values) {
-      if (const TensorSpec* ts = layer.spec.output(name); ts && !ts->certifiable) continue;
+      if (const TensorSpec* ts = spec.output(name); ts && !ts->certifiable) continue;
       const auto& lo = box.lower.at(name);
       const auto& hi = box.upper.at(name);
       // The MPFR value is computed at the same precision as the enclosure; a point

@@ -16,6 +16,7 @@ inline constexpr const char* kToolVersion = TTR_VERSION;
 
 struct OracleOptions {
   Form form = Form::sequential;
+  Direction direction = Direction::forward;  // backward: gradients from inputs and cotangents
   unsigned bits = 256;
   bool certified = false;  // also an MPFI enclosure: tensors "<name>.lower", "<name>.upper"
   int chunk_size = 64;

@@ -32,7 +32,7 @@ LayerSpec backward_spec(const LayerSpec& fwd) {
   b.summary = "gradients of " + fwd.name + ": " + fwd.summary;
   b.outputs.clear();
   for (const TensorSpec& out : fwd.outputs) {
-    if (!out.certifiable) continue;  // diagnostics of the arithmetic have no cotangent
+    if (!out.certifiable || !out.differentiable) continue;  // diagnostics take no cotangent
     TensorSpec d = out;
     d.name = "d" + out.name;
     d.required = out.name == "o";

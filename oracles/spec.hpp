@@ -58,7 +58,8 @@ struct TensorSpec {
   bool certifiable = true;
   // Inputs: whether the backward direction returns a gradient d<name> (every
   // floating input of today's layers is; an integer or index tensor such as a
-  // varlen `cu_seqlens` is not, and says why).
+  // varlen `cu_seqlens` is not, and says why). Outputs: whether it takes a
+  // cotangent d<name> (not for diagnostics such as GKA's λ_t).
   bool differentiable = true;
   std::string not_differentiable_why = {};
 };

@@ -10,6 +10,7 @@
 #include "reference/core/scalar.hpp"
 #include "reference/core/tensor.hpp"
 #include "reference/family/l2norm.hpp"
+#include "reference/family/l2norm_backward.hpp"
 
 namespace ttr::layers {
 
@@ -39,6 +40,24 @@ QK<T> qk_of(const TensorMap<T>& in, const Config& cfg) {
     return {l2normalize_rows(in.at("q"), eps), l2normalize_rows(in.at("k"), eps)};
   }
   return {in.at("q"), in.at("k")};
+}
+
+// The backward of qk_of: gradients with respect to the normalised q, k become
+// gradients of the raw q, k (use_qk_l2norm_in_kernel), in place; identity otherwise.
+template <class T>
+void qk_backward(const TensorMap<T>& in, const Config& cfg, Tensor<T>& dq, Tensor<T>& dk) {
+  if (cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel")) {
+    const T eps = from_double<T>(1e-6);
+    dq = l2normalize_rows_backward(in.at("q"), dq, eps);
+    dk = l2normalize_rows_backward(in.at("k"), dk, eps);
+  }
+}
+
+// The gradient of an optional input is an output only when the input was given
+// (FLA returns dh0 only for an initial_state).
+template <class T>
+void put_if_given(const TensorMap<T>& in, const char* input, TensorMap<T>& out, Tensor<T>&& grad) {
+  if (in.count(input)) out[std::string("d") + input] = std::move(grad);
 }
 
 // The inputs as a kernel under arithmetic policy P receives them: the activations

@@ -18,7 +18,10 @@ GkaOptions gka_options(const Config& cfg) {
 
 LayerSpec spec_gka() {
   const auto diag = [](const char* n, const char* doc) {
-    return TensorSpec{n, {"B", "T", "H"}, true, Range::any(), Role::value, doc};
+    // Diagnostics of the solve: compared forward, but the backward direction
+    // takes no cotangent for them (GKA's gradients flow through o, ht and hkk).
+    return TensorSpec{n,    {"B", "T", "H"}, true, Range::any(), Role::value, doc, false, true, false,
+                      "a diagnostic of the solve: the backward direction takes cotangents of o, ht and hkk only"};
   };
   return {
       "gka",

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/gka/backward.hpp"
 #include "reference/gka/chunk.hpp"
+#include "oracles/error.hpp"
 #include "reference/gka/sequential.hpp"
 
 namespace ttr::layers {
@@ -17,6 +19,45 @@ struct gka {
     run(in, cfg, out, [](const GkaInputs<T>& gi, const GkaOptions& o, const T& scale, GkaOutputs<T>& r) {
       gka_sequential(gi, o, scale, r);
     });
+  }
+
+  // The backward direction: the exact solve by implicit differentiation (GKA
+  // eq. (6), Lemma 1), Chebyshev by the reverse pass over its stored iterates,
+  // with the gradient through λ_t = a‖H_t‖_F (reference/gka/backward.hpp).
+  template <class T>
+  static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+    const GkaOptions o = gka_options(cfg);
+    if (o.solver == GkaSolver::cg)
+      throw InputError("gka --backward: no gradient for solver=cg (GKA Lemma 2 holds for Chebyshev, not CG; "
+                       "use solver=exact or chebyshev)");
+    const QK<T> qk = qk_of(in, cfg);
+    const GkaInputs<T> gi{qk.q, qk.k, in.at("v"), in.at("g"), optional_input(in, "beta"), optional_input(in, "alpha"),
+                          optional_input(in, "h0"), optional_input(in, "hkk0")};
+    GkaGrads<T> g;
+    gka_backward(gi, o, scale_of(cfg, qk.q),
+                 GkaCotangents<T>{in.at("do"), optional_input(in, "dht"), optional_input(in, "dhkk")}, g);
+    qk_backward(in, cfg, g.dq, g.dk);
+    out["dq"] = std::move(g.dq), out["dk"] = std::move(g.dk), out["dv"] = std::move(g.dv), out["dg"] = std::move(g.dg);
+    put_if_given(in, "beta", out, std::move(g.dbeta));
+    put_if_given(in, "alpha", out, std::move(g.dalpha));
+    put_if_given(in, "h0", out, std::move(g.dh0));
+    // hkk0 is a symmetric input: its gradient is that of f((H0 + H0ᵀ)/2), the
+    // symmetric part (G + Gᵀ)/2 of the adjoint's general-matrix gradient, which
+    // does not depend on which triangle the solve reads.
+    if (in.count("hkk0")) {
+      Tensor<T>& d = g.dhkk0;
+      const std::int64_t K = d.dim(3), blocks = d.numel() / (K * K);
+      for (std::int64_t b = 0; b < blocks; ++b)
+        for (std::int64_t i = 0; i < K; ++i)
+          for (std::int64_t j = 0; j < i; ++j) {
+            T& x = d.data[(b * K + i) * K + j];
+            T& y = d.data[(b * K + j) * K + i];
+            const T m = (x + y) / from_double<T>(2.0);
+            x = m;
+            y = m;
+          }
+    }
+    put_if_given(in, "hkk0", out, std::move(g.dhkk0));
   }
 
   // The chunkwise form (GKA §4.2) under arithmetic policy P, chunks of opt.chunk_size tokens.

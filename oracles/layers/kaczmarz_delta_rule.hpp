@@ -3,6 +3,7 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/kaczmarz_delta_rule/backward.hpp"
 #include "reference/kaczmarz_delta_rule/chunk.hpp"
 #include "reference/kaczmarz_delta_rule/sequential.hpp"
 
@@ -15,6 +16,18 @@ struct kaczmarz_delta_rule {
     kaczmarz_delta_rule_sequential(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"),
                                    from_double<T>(cfg.number("eps")), optional_input(in, "h0"),
                                    scale_of(cfg, qk.q), out["o"], out["ht"]);
+  }
+
+  // The backward direction: the hand-derived adjoint of the sequential form.
+  template <class T>
+  static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+    const QK<T> qk = qk_of(in, cfg);
+    Tensor<T> dh0;
+    kaczmarz_delta_rule_backward(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), from_double<T>(cfg.number("eps")),
+                                 optional_input(in, "h0"), scale_of(cfg, qk.q), in.at("do"), optional_input(in, "dht"),
+                                 out["dq"], out["dk"], out["dv"], out["dg"], out["dbeta"], dh0);
+    qk_backward(in, cfg, out["dq"], out["dk"]);
+    put_if_given(in, "h0", out, std::move(dh0));
   }
 
   template <class P>

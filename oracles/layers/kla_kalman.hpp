@@ -2,6 +2,7 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/kla_kalman/backward.hpp"
 #include "reference/kla_kalman/scan.hpp"
 #include "reference/kla_kalman/sequential.hpp"
 
@@ -13,6 +14,20 @@ struct kla_kalman {
     KlaOutputs<T> r;
     kla_kalman_sequential(inputs_of(in), from_double<T>(cfg.number("lambda0")), from_double<T>(cfg.number("scale")), r);
     emit(r, out);
+  }
+
+  // The backward direction: the hand-derived adjoint of the sequential form.
+  template <class T>
+  static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+    KlaGrads<T> g;
+    kla_kalman_backward(inputs_of(in), from_double<T>(cfg.number("lambda0")), from_double<T>(cfg.number("scale")),
+                        KlaCotangents<T>{in.at("do"), optional_input(in, "do_var"), optional_input(in, "dlambda_T"),
+                                         optional_input(in, "deta_T")},
+                        g);
+    out["dq"] = std::move(g.dq), out["dk"] = std::move(g.dk), out["dv"] = std::move(g.dv);
+    out["dlambda_v"] = std::move(g.dlambda_v), out["da_bar"] = std::move(g.da_bar), out["dp_bar"] = std::move(g.dp_bar);
+    put_if_given(in, "lambda_init", out, std::move(g.dlambda_init));
+    put_if_given(in, "eta_init", out, std::move(g.deta_init));
   }
 
   // Form `scan`: Möbius and affine prefix scans, one Blelloch tree over the sequence

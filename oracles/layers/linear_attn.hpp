@@ -2,6 +2,7 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/linear_attn/backward.hpp"
 #include "reference/linear_attn/chunk.hpp"
 #include "reference/linear_attn/scan.hpp"
 #include "reference/linear_attn/sequential.hpp"
@@ -12,6 +13,15 @@ struct linear_attn {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     linear_attn_sequential(in.at("q"), in.at("k"), in.at("v"), optional_input(in, "h0"), scale_of(cfg, in.at("q")), out["o"], out["ht"]);
+  }
+
+  // The backward direction: the hand-derived adjoint of the sequential form.
+  template <class T>
+  static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+    Tensor<T> dh0;
+    linear_attn_backward(in.at("q"), in.at("k"), in.at("v"), optional_input(in, "h0"), scale_of(cfg, in.at("q")),
+                         in.at("do"), optional_input(in, "dht"), out["dq"], out["dk"], out["dv"], dh0);
+    put_if_given(in, "h0", out, std::move(dh0));
   }
 
   // Form `scan`: prefix scan over the affine pairs (reference/family/gated_linear_scan.hpp,

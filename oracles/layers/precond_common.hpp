@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "oracles/layers/adapter.hpp"
+#include "reference/precond_gated_delta_rule/backward.hpp"
 #include "reference/precond_gated_delta_rule/chunk.hpp"
 #include "reference/precond_gated_delta_rule/sequential.hpp"
 
@@ -55,6 +56,23 @@ struct precond_delta_adapter {
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     const PrecondBound<T> b = bind_precond(in, cfg);
     precond_delta_sequential<T>(b.args(kDecay, in, cfg), {out["o"], out["ht"], out["final_A_state"]});
+  }
+
+  // The backward direction: the hand-derived adjoint of the sequential form
+  // (delta core, then the preconditioner, then the L2 norm).
+  template <class T>
+  static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+    const PrecondBound<T> b = bind_precond(in, cfg);
+    PrecondDeltaGrads<T> g;
+    precond_delta_backward<T>(b.args(kDecay, in, cfg),
+                              {in.at("do"), optional_input(in, "dht"), optional_input(in, "dfinal_A_state")}, g);
+    qk_backward(in, cfg, g.dq, g.dk);
+    out["dq"] = std::move(g.dq), out["dk"] = std::move(g.dk), out["dv"] = std::move(g.dv);
+    out["dg"] = std::move(g.dg), out["dbeta"] = std::move(g.dbeta);
+    out["dg_atk"] = std::move(g.dg_atk), out["dbeta_atk"] = std::move(g.dbeta_atk);
+    put_if_given(in, "h0", out, std::move(g.dh0));
+    put_if_given(in, "initial_A_state", out, std::move(g.dA0));
+    put_if_given(in, "log_atk_scale", out, std::move(g.dlog_atk_scale));
   }
 
   template <class P>

@@ -1,4 +1,5 @@
-// precond_gated_delta_rule (PGDN), backward of the sequential form: PDN App. D,
+// precond_gated_delta_rule (PGDN) and precond_kda (PKDA), backward of the
+// sequential form: PDN App. D,
 // Fig. 9 (b) run token by token.
 //   1. k̃ = B ⊙ k from the preconditioner's forward (family/atk.hpp);
 //   2. the delta core's adjoint with read key k and write key k̃
@@ -15,40 +16,39 @@
 
 #include "reference/family/atk_backward.hpp"
 #include "reference/family/delta_backward.hpp"
+#include "reference/family/precond_delta.hpp"
 
 namespace ttr {
 
-// decay: Decay::scalar (PGDN, g [B,T,H]) or Decay::per_key (PKDA, g [B,T,H,K]).
+// The cotangents of the three outputs: o (required), the final state S_T and the
+// final accumulator A_T (optional: absent means zero).
 template <class T>
-void precond_delta_backward(Decay decay, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                            const Tensor<T>& g, const Tensor<T>& beta, const Tensor<T>& g_atk,
-                            const Tensor<T>& beta_atk, const std::vector<T>& center, const Tensor<T>* h0,
-                            const Tensor<T>* A0, const T& log_x, const T& eps, const T& scale, const Tensor<T>& do_,
-                            const Tensor<T>* dht, const Tensor<T>* dAt, Tensor<T>& dq, Tensor<T>& dk, Tensor<T>& dv,
-                            Tensor<T>& dg, Tensor<T>& dbeta, Tensor<T>& dg_atk, Tensor<T>& dbeta_atk,
-                            Tensor<T>& dh0, Tensor<T>& dA0, Tensor<T>& dlog_atk_scale) {
-  Tensor<T> k_tilde, A_final, dk_atk;
-  atk_write_keys(k, g_atk, beta_atk, center, A0, log_x, eps, k_tilde, A_final);
-  DeltaGrads<T> gr;
-  delta_backward<T>(decay, q, k, k_tilde, v, beta, &g, h0, scale, do_, dht, gr);
-  atk_write_keys_backward(k, g_atk, beta_atk, center, A0, log_x, eps, gr.dw, dAt, dk_atk, dg_atk, dbeta_atk, dA0,
-                          dlog_atk_scale);
-  add_into(gr.dk, dk_atk);
-  dq = std::move(gr.dq), dk = std::move(gr.dk), dv = std::move(gr.dv), dg = std::move(gr.dg);
-  dbeta = std::move(gr.dbeta), dh0 = std::move(gr.dh0);
-}
+struct PrecondDeltaCotangents {
+  const Tensor<T>& o;
+  const Tensor<T>* ht = nullptr;
+  const Tensor<T>* A_final = nullptr;
+};
 
+// The gradients of every input of PrecondDelta (dh0 and dA0 meaningful when h0
+// and A0 are given; dlog_atk_scale [H] when the centre is a tensor input).
 template <class T>
-void precond_gated_delta_rule_backward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                       const Tensor<T>& g, const Tensor<T>& beta, const Tensor<T>& g_atk,
-                                       const Tensor<T>& beta_atk, const std::vector<T>& center,
-                                       const Tensor<T>* h0, const Tensor<T>* A0, const T& log_x, const T& eps,
-                                       const T& scale, const Tensor<T>& do_, const Tensor<T>* dht,
-                                       const Tensor<T>* dAt, Tensor<T>& dq, Tensor<T>& dk, Tensor<T>& dv,
-                                       Tensor<T>& dg, Tensor<T>& dbeta, Tensor<T>& dg_atk, Tensor<T>& dbeta_atk,
-                                       Tensor<T>& dh0, Tensor<T>& dA0, Tensor<T>& dlog_atk_scale) {
-  precond_delta_backward(Decay::scalar, q, k, v, g, beta, g_atk, beta_atk, center, h0, A0, log_x, eps, scale, do_,
-                         dht, dAt, dq, dk, dv, dg, dbeta, dg_atk, dbeta_atk, dh0, dA0, dlog_atk_scale);
+struct PrecondDeltaGrads {
+  Tensor<T> dq, dk, dv, dg, dbeta, dg_atk, dbeta_atk, dh0, dA0, dlog_atk_scale;
+};
+
+// a.decay: Decay::scalar (PGDN, g [B,T,H]) or Decay::per_key (PKDA, g [B,T,H,K];
+// PDN App. D: "the PKDA backward pass is analogously adapted").
+template <class T>
+void precond_delta_backward(const PrecondDelta<T>& a, const PrecondDeltaCotangents<T>& cot, PrecondDeltaGrads<T>& g) {
+  Tensor<T> k_tilde, A_final, dk_atk;
+  atk_write_keys(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, k_tilde, A_final);
+  DeltaGrads<T> gr;
+  delta_backward<T>(a.decay, a.q, a.k, k_tilde, a.v, a.beta, &a.g, a.h0, a.scale, cot.o, cot.ht, gr);
+  atk_write_keys_backward(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, gr.dw, cot.A_final, dk_atk,
+                          g.dg_atk, g.dbeta_atk, g.dA0, g.dlog_atk_scale);
+  add_into(gr.dk, dk_atk);
+  g.dq = std::move(gr.dq), g.dk = std::move(gr.dk), g.dv = std::move(gr.dv), g.dg = std::move(gr.dg);
+  g.dbeta = std::move(gr.dbeta), g.dh0 = std::move(gr.dh0);
 }
 
 }  // namespace ttr

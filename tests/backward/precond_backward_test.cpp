@@ -1,5 +1,5 @@
 // Backward passes of the preconditioned delta rules (reference/precond_gated_delta_rule/
-// backward.hpp, reference/precond_kda/backward.hpp; the ATK adjoint of
+// backward.hpp for both decays; the ATK adjoint of
 // reference/family/atk_backward.hpp), in MPFR at 512 bits, against reverse mode
 // through the forward reference code (≤ 1e-70) and central differences with
 // h = 2^-100 (≤ 1e-55; tests/support/grad_check.hpp says why). Gradients: q, k, v,
@@ -18,8 +18,6 @@
 #include "reference/kda/backward.hpp"
 #include "reference/precond_gated_delta_rule/backward.hpp"
 #include "reference/precond_gated_delta_rule/sequential.hpp"
-#include "reference/precond_kda/backward.hpp"
-#include "reference/precond_kda/sequential.hpp"
 #include "tests/support/grad_check.hpp"
 
 namespace {
@@ -77,11 +75,21 @@ struct Forward {
     using S = typename std::decay_t<decltype(in.at("q").data)>::value_type;
     using std::log;
     TensorMap<S> out;
-    ttr::precond_delta_sequential<S>(decay, in.at("q"), in.at("k"), in.at("v"), in.at("g"), in.at("beta"),
-                                     in.at("g_atk"), in.at("beta_atk"), in.at("log_atk_scale").data, opt(in, "h0"),
-                                     opt(in, "initial_A_state"), log(ttr::from_double<S>(kX)),
-                                     ttr::from_double<S>(kEps), ttr::from_double<S>(kScale), out["o"], out["ht"],
-                                     out["final_A_state"]);
+    const ttr::PrecondDelta<S> a{decay,
+                                 in.at("q"),
+                                 in.at("k"),
+                                 in.at("v"),
+                                 in.at("g"),
+                                 in.at("beta"),
+                                 opt(in, "h0"),
+                                 ttr::from_double<S>(kScale),
+                                 in.at("g_atk"),
+                                 in.at("beta_atk"),
+                                 in.at("log_atk_scale").data,
+                                 opt(in, "initial_A_state"),
+                                 log(ttr::from_double<S>(kX)),
+                                 ttr::from_double<S>(kEps)};
+    ttr::precond_delta_sequential<S>(a, {out["o"], out["ht"], out["final_A_state"]});
     return out;
   }
 };
@@ -89,14 +97,16 @@ struct Forward {
 TensorMap<mp> hand(Decay decay, const Problem& p, double x = kX) {
   const auto& in = p.in;
   TensorMap<mp> g;
-  Tensor<mp> dh0, dA0;
-  const auto run = decay == Decay::scalar ? &ttr::precond_gated_delta_rule_backward<mp> : &ttr::precond_kda_backward<mp>;
-  run(in.at("q"), in.at("k"), in.at("v"), in.at("g"), in.at("beta"), in.at("g_atk"), in.at("beta_atk"),
-      in.at("log_atk_scale").data, opt(in, "h0"), opt(in, "initial_A_state"), log(mp(x)), mp(kEps), mp(kScale),
-      p.cot.at("o"), opt(p.cot, "ht"), opt(p.cot, "final_A_state"), g["q"], g["k"], g["v"], g["g"], g["beta"],
-      g["g_atk"], g["beta_atk"], dh0, dA0, g["log_atk_scale"]);
-  if (in.count("h0")) g["h0"] = dh0;
-  if (in.count("initial_A_state")) g["initial_A_state"] = dA0;
+  const ttr::PrecondDelta<mp> a{decay,      in.at("q"),         in.at("k"),   in.at("v"),       in.at("g"),
+                                in.at("beta"), opt(in, "h0"),   mp(kScale),   in.at("g_atk"),   in.at("beta_atk"),
+                                in.at("log_atk_scale").data,    opt(in, "initial_A_state"),       log(mp(x)),
+                                mp(kEps)};
+  ttr::PrecondDeltaGrads<mp> d;
+  ttr::precond_delta_backward<mp>(a, {p.cot.at("o"), opt(p.cot, "ht"), opt(p.cot, "final_A_state")}, d);
+  g["q"] = d.dq, g["k"] = d.dk, g["v"] = d.dv, g["g"] = d.dg, g["beta"] = d.dbeta, g["g_atk"] = d.dg_atk;
+  g["beta_atk"] = d.dbeta_atk, g["log_atk_scale"] = d.dlog_atk_scale;
+  if (in.count("h0")) g["h0"] = d.dh0;
+  if (in.count("initial_A_state")) g["initial_A_state"] = d.dA0;
   return g;
 }
 

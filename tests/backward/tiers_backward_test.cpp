@@ -30,7 +30,6 @@
 #include "reference/linear_attn/backward.hpp"
 #include "reference/pdn_exact/backward.hpp"
 #include "reference/precond_gated_delta_rule/backward.hpp"
-#include "reference/precond_kda/backward.hpp"
 #include "reference/simple_gla/backward.hpp"
 #include "tests/support/grad_check.hpp"
 
@@ -108,11 +107,15 @@ TensorMap<S> all_grads(const TensorMap<double>& raw) {
                                     at("kz", "dh0"));
   for (const bool per_key : {false, true}) {
     const std::string n = per_key ? "pkda" : "pgdn";
-    const auto run = per_key ? &ttr::precond_kda_backward<S> : &ttr::precond_gated_delta_rule_backward<S>;
-    run(q, k, v, per_key ? gk : g, beta, in.at("g_atk"), in.at("beta_atk"), in.at("center").data, h0, &in.at("A0"),
-        log(ttr::from_double<S>(1.5)), ttr::from_double<S>(1e-6), scale, dout, dht, &in.at("dAt"), at(n, "dq"),
-        at(n, "dk"), at(n, "dv"), at(n, "dg"), at(n, "dbeta"), at(n, "dg_atk"), at(n, "dbeta_atk"), at(n, "dh0"),
-        at(n, "dA0"), at(n, "dcenter"));
+    const ttr::PrecondDelta<S> a{per_key ? ttr::Decay::per_key : ttr::Decay::scalar,
+                                 q, k, v, per_key ? gk : g, beta, h0, scale, in.at("g_atk"), in.at("beta_atk"),
+                                 in.at("center").data, &in.at("A0"), log(ttr::from_double<S>(1.5)),
+                                 ttr::from_double<S>(1e-6)};
+    ttr::PrecondDeltaGrads<S> d;
+    ttr::precond_delta_backward<S>(a, {dout, dht, &in.at("dAt")}, d);
+    at(n, "dq") = d.dq, at(n, "dk") = d.dk, at(n, "dv") = d.dv, at(n, "dg") = d.dg, at(n, "dbeta") = d.dbeta;
+    at(n, "dg_atk") = d.dg_atk, at(n, "dbeta_atk") = d.dbeta_atk, at(n, "dh0") = d.dh0, at(n, "dA0") = d.dA0;
+    at(n, "dcenter") = d.dlog_atk_scale;
   }
   ttr::linear_attn_backward(q, k, v, h0, scale, dout, dht, at("la", "dq"), at("la", "dk"), at("la", "dv"),
                             at("la", "dh0"));
