@@ -1,5 +1,5 @@
 // The CUDA kernels of gpu/ as a kernel under test: a layer's inputs (by their
-// LAYERS.md names, as double) are converted the way a model passes them
+// docs/layers.md names, as double) are converted the way a model passes them
 // (activations q, k, v, beta in the dtype; gates and states fp32), padded to the
 // kernels' shapes, run on the device, and read back as double.
 #pragma once

@@ -77,7 +77,7 @@ const char* form_name(Form);
 struct LayerSpec {
   std::string name;
   std::string summary;      // one line
-  std::string recurrence;   // the math, as in LAYERS.md
+  std::string recurrence;   // the math, one line (docs/layers.md prints it)
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<ConfigKey> config;
