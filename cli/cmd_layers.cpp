@@ -78,9 +78,11 @@ std::string cell(const std::string& s) {
 
 std::string dims_md(const TensorSpec& t) { return fmt::format("`[{}]`", fmt::join(t.dims, ",")); }
 
+// Through has_form only, so the rendering does not depend on how the registry stores forms.
 std::string forms_of(const LayerEntry& e) {
   std::string forms;
-  for (const auto& [f, _] : e.forms) forms += (forms.empty() ? "`" : ", `") + std::string(form_name(f)) + "`";
+  for (Form f : {Form::sequential, Form::chunk, Form::scan})
+    if (e.has_form(f)) forms += (forms.empty() ? "`" : ", `") + std::string(form_name(f)) + "`";
   return forms;
 }
 
