@@ -8,7 +8,7 @@ find_package(PkgConfig REQUIRED)
 # TTR_PORTABLE: executables that need nothing but the C library (and the CUDA
 # driver): MPFI/MPFR/GMP from their static archives, fmt header-only, libstdc++
 # and libgcc static. For machines without our packages (the lent GPU machine,
-# ../shared/GPU.md; compute campaigns sharded elsewhere).
+# docs/gpu.md; compute campaigns sharded elsewhere).
 if(TTR_PORTABLE)
   set(CMAKE_FIND_LIBRARY_SUFFIXES .a)
   add_link_options(-static-libstdc++ -static-libgcc)

@@ -1,5 +1,5 @@
 // Errors a user can cause. Each carries one line that names the culprit (file,
-// tensor, key); the CLI prints it on stderr and exits with code 2 (DESIGN.md).
+// tensor, key); the CLI prints it on stderr and exits with code 2 (docs/design.md).
 #pragma once
 
 #include <stdexcept>

@@ -22,7 +22,7 @@ struct OracleOptions {
   int chunk_size = 64;
 };
 
-// The metadata every file we write carries (DESIGN.md: layer, config, seed,
+// The metadata every file we write carries (docs/design.md: layer, config, seed,
 // precision, tool version), plus `kind` ("inputs", "oracle", "run").
 std::map<std::string, std::string> base_metadata(const std::string& kind, const LayerSpec& spec,
                                                  const Config& cfg);

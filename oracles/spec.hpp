@@ -94,7 +94,7 @@ const char* backend_name(Backend);
 struct LayerSpec {
   std::string name;
   std::string summary;      // one line
-  std::string recurrence;   // the math, as in LAYERS.md
+  std::string recurrence;   // the math, one line (docs/layers.md prints it)
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<ConfigKey> config;

@@ -1,6 +1,6 @@
 // The proof-check catalogue: one executable entry per theorem, lemma,
 // algorithm and key printed formula of the four papers (GKA, KLA-K, KLA-Z,
-// PDN; ../shared/papers). Each entry records what the paper prints, how we
+// PDN; docs/papers.md). Each entry records what the paper prints, how we
 // check it and what we found; running it re-derives the finding, so the
 // catalogue is a regression test of the mathematics (docs/proof-checks.md).
 #pragma once

@@ -2,12 +2,12 @@
 //
 //  * Determinism: the same inputs give bit-identical outputs, every form, in
 //    fp64, fp32 and bf16 (docs/architecture.md, "Determinism").
-//  * Head and batch independence: every recurrence of LAYERS.md runs "per batch,
+//  * Head and batch independence: every recurrence of docs/layers.md runs "per batch,
 //    head" with no coupling, so running head h (batch b) alone reproduces the
 //    outputs of that head (batch) bit for bit (fp64: the same operations in the
 //    same order on the same numbers).
 //  * Linearity in (h0, v): for fixed keys, gates and queries every state of
-//    LAYERS.md is an affine recurrence in the value-carrying part — S_t = M_t S_{t-1}
+//    docs/layers.md is an affine recurrence in the value-carrying part — S_t = M_t S_{t-1}
 //    + w_t v_tᵀ with M_t, w_t independent of v and S (delta family, gated linear,
 //    pdn_exact/kalman_filter: P_t and Φ_t do not see v; GKA eq. (CH): S_t = γS + βkvᵀ;
 //    KLA-K Thm 2 eq. (19): η_t = f_t η_{t-1} + k λv v with f_t from Λ only) — and

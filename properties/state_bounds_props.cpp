@@ -1,5 +1,5 @@
 // State bounds and contraction of the delta family and the gated linear layers,
-// derived from the recurrences of /work/shared/LAYERS.md (our K×V state S_t):
+// derived from the recurrences of docs/layers.md (our K×V state S_t):
 //
 // Delta family (PDN eq. (4); GDN and KDA, GKA §6.4; KLA-Z eq. (3)):
 //   S_t = (I − β_t k_t k_tᵀ) D_t S_{t-1} + β_t k_t v_tᵀ,   D_t = Diag(e^{g_t}) ⪯ I.

@@ -1,4 +1,4 @@
-// Strict reader and writer for safetensors files, the test-vector format (DESIGN.md,
+// Strict reader and writer for safetensors files, the test-vector format (docs/design.md,
 // "Interfaces"): an 8-byte little-endian header length N, N bytes of a UTF-8 JSON
 // object describing each tensor (dtype, shape, data_offsets relative to the end of
 // the header) plus an optional "__metadata__" string map, then the raw little-endian

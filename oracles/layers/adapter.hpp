@@ -1,4 +1,4 @@
-// Shared pieces of the layer adapters: they bind LAYERS.md tensor names and
+// Shared pieces of the layer adapters: they bind the tensor names of docs/layers.md and
 // config keys to the arguments of the reference/ recurrences.
 #pragma once
 

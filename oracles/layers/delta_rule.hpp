@@ -1,4 +1,4 @@
-// delta_rule: binds LAYERS.md names to reference/delta_rule/ (spec in delta_rule.cpp).
+// delta_rule: binds the docs/layers.md names to reference/delta_rule/ (spec in delta_rule.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

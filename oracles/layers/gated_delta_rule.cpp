@@ -15,7 +15,9 @@ LayerSpec spec_gated_delta_rule() {
       {"decay first, then the residual is read from the decayed state (FLA "
        "naive_recurrent_gated_delta_rule); GKA eq. (19) writes the same update as a Kalman filter",
        "FLA's in-kernel gate transform (use_gate_in_kernel: g = −e^{A_log} softplus(g + dt_bias)) and "
-       "β sigmoid are not modelled: pass the final g and β"},
+       "β sigmoid are not modelled: pass the final g and β",
+       "PDN writes the V×K state (read out as S_t k); we store FLA's K×V transpose, whose columns are GKA §6.4's "
+       "per-value-channel states s_t"},
       true,
   };
 }

@@ -1,4 +1,4 @@
-// gated_delta_rule: binds LAYERS.md names to reference/gated_delta_rule/ (spec in gated_delta_rule.cpp).
+// gated_delta_rule: binds the docs/layers.md names to reference/gated_delta_rule/ (spec in gated_delta_rule.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

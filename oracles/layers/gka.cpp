@@ -35,7 +35,7 @@ LayerSpec spec_gka() {
        h0(),
        {"hkk0", {"B", "H", "K", "K"}, false, Range::any(), Role::psd_matrix,
         "initial H_0 (default 0; symmetric positive semidefinite)", true}},
-      {o(), ht(),
+      {{"o", {"B", "T", "H", "V"}, true, Range::any(), Role::value, "outputs o_t = S_tᵀ q̃_t"}, ht(),
        {"hkk", {"B", "H", "K", "K"}, true, Range::any(), Role::state, "final H_T"},
        diag("lambda", "λ_t"), diag("fro", "‖H_t‖_F"),
        {"kappa", {"B", "T", "H"}, true, Range::any(), Role::value,
@@ -64,7 +64,13 @@ LayerSpec spec_gka() {
        "hybrid-model-factory solves with the unscaled q and applies scale = K^-1/2 in the readout, and mixes "
        "q̃ = q + α(x − q) with the unscaled q: equal to ours in exact arithmetic since λ_t does not depend on q",
        "hybrid-model-factory has only the Chebyshev solver, no fixed λ, and returns inf/NaN where H_t = 0; we "
-       "return o_t = 0 there",
+       "take x_t = 0 there (next note)",
+       "where H_t = 0 under the adaptive λ (nothing written yet, so λ_t = 0 and the system reads 0·x = scale·q_t), "
+       "x_t = 0 and kappa = 1: then S_t = 0 and o_t = 0 when h0 = 0, but a nonzero h0 survives decayed in S_t and "
+       "the α-connection reads it, o_t = (1 − α_t) S_tᵀ (scale·q_t)",
+       "solver=chebyshev starts Alg. 1 from ξ_{-1} = 0 and ξ_0 = 2 (scale·q_t)/(L + μ) with L = ‖H_t‖_F + λ_t, "
+       "μ = λ_t (under a fixed λ too); solver=cg starts from x = 0; both run `iters` steps, CG fewer only when its "
+       "residual is exactly 0",
        "L = ‖H_t‖_F + λ_t and μ = λ_t bound the spectrum of H_t + λ_t I (eq. (4)), so κ_t <= (a+1)/a"},
   };
 }

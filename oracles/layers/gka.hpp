@@ -1,4 +1,4 @@
-// gka: binds LAYERS.md names and config to reference/gka/ (spec in gka.cpp).
+// gka: binds the docs/layers.md names and config to reference/gka/ (spec in gka.cpp).
 #pragma once
 
 #include <utility>

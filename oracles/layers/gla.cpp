@@ -14,7 +14,8 @@ LayerSpec spec_gla() {
       {"PDN §3.4"},
       {"FLA names this gate gk (naive_recurrent_gla); it decays the K rows of the K×V state",
        "FLA's optional value-side gate gv is not modelled",
-       "FLA's naive_recurrent_gla hard-codes scale = K^-1/2; ours is the `scale` key with that default"},
+       "FLA's naive_recurrent_gla hard-codes scale = K^-1/2; ours is the `scale` key with that default",
+       "PDN writes the V×K state, decayed along its K columns; we store FLA's K×V transpose"},
   };
 }
 

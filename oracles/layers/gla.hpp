@@ -1,4 +1,4 @@
-// gla: binds LAYERS.md names to reference/gla/ (spec in gla.cpp).
+// gla: binds the docs/layers.md names to reference/gla/ (spec in gla.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

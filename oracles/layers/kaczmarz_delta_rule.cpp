@@ -19,7 +19,9 @@ LayerSpec spec_kaczmarz_delta_rule() {
       {"KLA-Z's formulas were lost in text extraction; eq. (3) is rebuilt from eqs. (1)-(2): the minimum-norm "
        "state change with S_tᵀ k_t = v_t is the step 1/‖k_t‖², relaxed by η_t and stabilised by eps",
        "β is η, allowed in [0, 2] (a relaxed projection); with η = 1 and eps = 0, S_tᵀ k_t = v_t exactly",
-       "eps = 0 with a zero key divides by zero: keep eps > 0 unless every key is nonzero"},
+       "eps = 0 with a zero key divides by zero: keep eps > 0 unless every key is nonzero",
+       "the K×V state is the orientation of KLA-Z's tokenwise listing (err = v − S̄ᵀk); its chunkwise appendix "
+       "writes the transpose"},
   };
 }
 

@@ -1,4 +1,4 @@
-// kaczmarz_delta_rule: binds LAYERS.md names to reference/kaczmarz_delta_rule/
+// kaczmarz_delta_rule: binds the docs/layers.md names to reference/kaczmarz_delta_rule/
 // (spec in kaczmarz_delta_rule.cpp). `beta` is the relaxation η of KLA-Z eq. (3).
 #pragma once
 

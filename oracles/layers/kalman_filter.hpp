@@ -1,4 +1,4 @@
-// kalman_filter: binds LAYERS.md names to reference/kalman_filter/ (spec in kalman_filter.cpp).
+// kalman_filter: binds the docs/layers.md names to reference/kalman_filter/ (spec in kalman_filter.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

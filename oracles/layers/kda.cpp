@@ -14,7 +14,8 @@ LayerSpec spec_kda() {
       {"GKA §6.4", "PDN §3.4"},
       {"FLA naive_recurrent_kda: S * exp(g)[..., None] decays the K rows of the K×V state",
        "FLA's KDA layer keeps its state as [V,K] (state_v_first=True); h0/ht here are [B,H,K,V]",
-       "the in-kernel gate transforms (A_log, dt_bias, lower_bound) are not modelled: pass the final g"},
+       "the in-kernel gate transforms (A_log, dt_bias, lower_bound) are not modelled: pass the final g",
+       "PDN writes the V×K state, decayed along its K columns; we store FLA's K×V transpose"},
       true,
   };
 }

@@ -1,4 +1,4 @@
-// kda: binds LAYERS.md names to reference/kda/ (spec in kda.cpp).
+// kda: binds the docs/layers.md names to reference/kda/ (spec in kda.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

@@ -25,7 +25,8 @@ LayerSpec spec_kla_kalman() {
        slot("eta_T", true, Range::any(), Role::state, "final information mean η_T")},
       {{"lambda0", KeyType::number, "1", false, Range::positive(), {}, "prior precision when lambda_init is absent"},
        {"scale", KeyType::number, "1", false, Range::any(), {}, "readout scale (default 1, not K^-1/2)"}},
-      {"KLA-K Thm 1", "KLA-K Thm 2", "KLA-K eqs. (16)-(19)", "KLA-K Cor. 2.2 eq. (20)", "KLA-K Alg. 1"},
+      {"KLA-K Thm 1", "KLA-K Thm 2", "KLA-K eqs. (16)-(19)", "KLA-K Cor. 2.2 eq. (20)", "KLA-K eqs. (22)-(23)",
+       "KLA-K Alg. 1"},
       {"precision and information mean are carried per slot (n, d); the KLA-K readout is the posterior mean "
        "μ = η/Λ and its variance 1/Λ, contracted with q over n",
        "with p̄ = 0 the precision grows like ā^{-2t}: no exponent range is assumed (MPFR carries it; float64 "

@@ -1,4 +1,4 @@
-// kla_kalman: binds LAYERS.md names to reference/kla_kalman/ (spec in kla_kalman.cpp).
+// kla_kalman: binds the docs/layers.md names to reference/kla_kalman/ (spec in kla_kalman.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

@@ -1,4 +1,4 @@
-// linear_attn: binds LAYERS.md names to reference/linear_attn/ (spec in linear_attn.cpp).
+// linear_attn: binds the docs/layers.md names to reference/linear_attn/ (spec in linear_attn.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

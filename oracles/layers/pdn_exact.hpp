@@ -1,4 +1,4 @@
-// pdn_exact: binds LAYERS.md names to reference/pdn_exact/ (spec in pdn_exact.cpp).
+// pdn_exact: binds the docs/layers.md names to reference/pdn_exact/ (spec in pdn_exact.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

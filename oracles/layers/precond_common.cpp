@@ -37,6 +37,7 @@ std::vector<std::string> precond_notes() {
       "use_qk_l2norm_in_kernel defaults to true, as in FLA's fused and chunk ops (its naive PGDN reference "
       "normalises with F.normalize instead, eps 1e-12 outside the sqrt)",
       "final_A_state is FLA's third return value (A) [B,H,K]",
+      "PDN writes the V×K state; we store FLA's K×V transpose",
   };
 }
 

@@ -13,7 +13,8 @@ LayerSpec spec_simple_gla() {
       {scale()},
       {"PDN §3.4"},
       {"FLA naive_recurrent_simple_gla: decay first, then write, then read out",
-       "FLA's optional constant per-head gate g_gamma [H] is not a separate input: pass it broadcast in g"},
+       "FLA's optional constant per-head gate g_gamma [H] is not a separate input: pass it broadcast in g",
+       "PDN writes the V×K state (S_t = α_t S_{t-1} + v_t k_tᵀ); we store FLA's K×V transpose"},
   };
 }
 

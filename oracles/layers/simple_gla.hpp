@@ -1,4 +1,4 @@
-// simple_gla: binds LAYERS.md names to reference/simple_gla/ (spec in simple_gla.cpp).
+// simple_gla: binds the docs/layers.md names to reference/simple_gla/ (spec in simple_gla.cpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

@@ -1,7 +1,7 @@
 // GKA forward entries about the state and its regression problem: eq. (3) (ridge
 // objective and closed form, also gated/adaptive), eq. (KF) (the Kalman/RLS form),
 // eq. (4) (condition-number bound), eq. (CH) (the layer with r Chebyshev steps),
-// eq. (5) (chunked ‖H_c‖_F), §4.2 (H_{[t]+1}ξ) and the LAYERS.md zero-state claim.
+// eq. (5) (chunked ‖H_c‖_F), §4.2 (H_{[t]+1}ξ) and the docs/layers.md zero-state claim.
 // The thing under test is the reference layer (reference/gka/sequential.hpp,
 // reference/gka/chunk.hpp); the other side is computed here from sums over
 // tokens, explicit matrices and Gaussian elimination (forward_support.hpp).
@@ -595,7 +595,7 @@ Evidence sec42(const RunOptions& opt, const std::string& id) {
                        "rel. |formula - H_{[t]+1} xi| with H from the reference layer's recurrence", printed.where);
 }
 
-// --- LAYERS.md: where H_t = 0, S_t = 0 and o_t = 0 --------------------------------
+// --- docs/layers.md: where H_t = 0, S_t = 0 and o_t = 0 ---------------------------
 
 Evidence layers_zero_state(const RunOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
@@ -729,7 +729,7 @@ std::vector<Entry> gka_forward_ridge_entries() {
            "MPFR opt.bits; 6 (full: 60) cases, [t] = tC with C<=4, t<=3, K<=6, gamma_1 in [0.3,0.95]: both sides vs "
            "H_{[t]+1} xi with H from the reference layer's recurrence",
            Status::fails_as_printed, "H_{[t]+1} xi = gamma_1 H_{[t]} xi + k_{[t]+1} k_{[t]+1}^T xi", sec42),
-      make("gka.layers.zero_state", "LAYERS.md gka", "where H_t = 0, S_t = 0 and o_t = 0", X,
+      make("gka.layers.zero_state", "docs/layers.md gka", "where H_t = 0, S_t = 0 and o_t = 0", X,
            "MPFR opt.bits; 4 (full: 40) sequences x {beta = 0, keys = 0}, alpha in [0,0.9), with and without a "
            "random h0: H_t, S_t, o_t of the reference layer",
            Status::holds_with_correction,

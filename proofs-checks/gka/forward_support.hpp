@@ -16,7 +16,7 @@
 
 namespace ttr::proofs {
 
-std::vector<Entry> gka_forward_ridge_entries();      // eqs. (3), (KF), (4), (5), §4.2, LAYERS.md
+std::vector<Entry> gka_forward_ridge_entries();      // eqs. (3), (KF), (4), (5), §4.2, docs/layers.md
 std::vector<Entry> gka_forward_chebyshev_entries();  // eq. (CH), Alg. 1, Lemmas 3-4, Remark 1
 std::vector<Entry> gka_forward_kalman_entries();     // §6.4 eqs. (17), (19)
 

@@ -1,4 +1,4 @@
-// KLA-K (Kalman Linear Attention, ../shared/papers/002_*.txt) proof checks:
+// KLA-K (Kalman Linear Attention, docs/papers.md) proof checks:
 // the scalar (per-slot) linear-Gaussian model of KLA-K eqs. (7)/(9),
 //   z_t = ā_t z_{t-1} + w_t,  w_t ~ N(0, p̄_t),     v_t = k_t z_t + ν_t,  ν_t ~ N(0, 1/Λv_t),
 // and two computations of its filtering posterior that share nothing with the

@@ -1,4 +1,4 @@
-// KLA-K's formulas exactly as printed (../shared/papers/002_*.txt), one scalar
+// KLA-K's formulas exactly as printed (docs/papers.md), one scalar
 // slot, generic over the scalar (mpfr or GMP rationals). The entries compare
 // these against kla_k.hpp's independent posteriors; nothing here is derived.
 #pragma once

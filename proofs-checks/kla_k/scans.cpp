@@ -192,7 +192,7 @@ Evidence cor21(const RunOptions& opt) {
 
 // ------------------------------------------------------------------ the layer: eqs. (22)-(23), App. E.4
 
-// One (batch, head) of kla_kalman with B = H = 1 (LAYERS.md names and shapes).
+// One (batch, head) of kla_kalman with B = H = 1 (docs/layers.md names and shapes).
 struct Layer {
   int T, N, D;
   Tensor<mp> q, k, v, lv, a, p, lam0, eta0;

@@ -1,4 +1,4 @@
-// KLA-Z (Kaczmarz Linear Attention, ../shared/papers/003_*.txt) catalogue
+// KLA-Z (Kaczmarz Linear Attention, docs/papers.md) catalogue
 // entries: the tokenwise theory (eqs. (1)-(5), Thm 1, Props 1-2) and the
 // chunkwise theory (Props 3-6, App. B). The paper's LaTeX was lost in
 // extraction: every formula below is reconstructed from the derivation text,

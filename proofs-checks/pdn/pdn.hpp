@@ -1,4 +1,4 @@
-// PDN (Preconditioned DeltaNet, ../shared/papers/004_*.txt) catalogue entries:
+// PDN (Preconditioned DeltaNet, docs/papers.md) catalogue entries:
 // exact preconditioning (Thm 3.1 / C.1), the approximate-preconditioning
 // counterexample (Thm C.2), the write-key bound (App. C.3), the diagonal
 // preconditioner (eqs. (6)-(9)), the eigenvalue lemmas (App. E), and the

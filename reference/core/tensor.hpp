@@ -29,7 +29,7 @@ struct Tensor {
   std::int64_t dim(std::size_t i) const { return shape.at(i); }
 };
 
-// Tensors by their LAYERS.md names.
+// Tensors by their docs/layers.md names.
 template <class T>
 using TensorMap = std::map<std::string, Tensor<T>>;
 

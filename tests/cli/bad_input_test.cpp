@@ -1,5 +1,5 @@
 // Every error a user can cause gets one line on stderr naming the culprit, exit
-// code 2, and leaves no output (nor a temporary) behind (DESIGN.md, "Interfaces").
+// code 2, and leaves no output (nor a temporary) behind (docs/design.md, "Errors and exit codes").
 #include <gtest/gtest.h>
 #include <unistd.h>
 

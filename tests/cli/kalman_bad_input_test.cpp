@@ -1,5 +1,5 @@
 // Bad input to the Kalman-family layers through the ttrcheck executable: each is a
-// user error, so (DESIGN.md, "Interfaces") exit code 2, exactly one line on stderr that
+// user error, so (docs/design.md, "Errors and exit codes") exit code 2, exactly one line on stderr that
 // names the culprit tensor or config key, and no output file (nor a temporary) left.
 // Inputs come from `ttrcheck vectors --suite tiny --no-oracle` and are edited with the
 // safetensors reader/writer; every edit keeps the file otherwise valid, so the single

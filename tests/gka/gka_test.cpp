@@ -4,7 +4,7 @@
 // λ_t = a‖H_t‖_F (eq. (4)) or a fixed λ, (H_t + λ_t I) x = scale·q_t solved by
 // Gaussian elimination with partial pivoting (not the Cholesky/LU of the code under
 // test), q̃_t = scale·q_t + α_t (x_t − scale·q_t) (x_t without α), o_t = S_tᵀ q̃_t, and
-// x_t = 0, o_t = 0 where H_t = 0 under adaptive λ (LAYERS.md).
+// x_t = 0, o_t = 0 where H_t = 0 under adaptive λ (docs/layers.md).
 //
 // Error model for the comparisons (layer at 256 bits, u = 2^-256 ≈ 8.6e-78;
 // reference at 512 bits, negligible):

@@ -1,5 +1,5 @@
-// kla_kalman beyond float64's exponent range (LAYERS.md: "No exponent range may be
-// assumed: with p̄ = 0 precision grows like ā^{-2t}"). p̄ = 0, ā = 0.5, T = 3000:
+// kla_kalman beyond float64's exponent range (docs/layers.md: no exponent range is
+// assumed: with p̄ = 0 precision grows like ā^{-2t}). p̄ = 0, ā = 0.5, T = 3000:
 // Λ_t ≈ 4^t Λ_0 reaches ~10^1806 and η_t ≈ 2^t·c reaches ~10^903, while the posterior mean
 // μ_t = η_t/Λ_t ≈ 2^-t tends to 0 and 1/Λ_t ≈ 4^-t too. The MPFR oracle must carry this
 // (MPFR's exponent range is ±2^30 bits by default); float64 cannot.

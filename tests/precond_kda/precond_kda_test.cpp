@@ -2,7 +2,7 @@
 // per-key decay, reference/family/atk.hpp, through the oracle adapter oracles/layers/precond_kda.hpp),
 // against an independent formulation at MPFR 512 bits:
 //   preconditioner (own implementation of the ATK formula, FLA semantics as in
-//   LAYERS.md / the spec notes; A is updated before it is used at token t):
+//   the spec notes in docs/layers.md; A is updated before it is used at token t):
 //     A_t = e^{g_atk,t} A_{t-1} + β_atk,t k_t²,  r = log(A_t + eps) − c_h,
 //     s = r/(1 + |r|),  B_t = x^{−s}  (computed with pow, where the code uses
 //     exp(−log(x)·s)),  k̃_t = B_t ⊙ k_t;

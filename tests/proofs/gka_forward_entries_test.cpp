@@ -21,7 +21,7 @@ TEST(GkaForwardEntries, CoverTheRequiredReferences) {
     refs.insert(e.ref);
   }
   for (const char* ref : {"eq. (3)", "eq. (KF)", "eq. (4)", "eq. (5)", "eq. (CH)", "Lemma 3", "Lemma 4", "Remark 1",
-                          "Alg. 1", "Sec. 4.2", "eq. (17)", "eq. (19)", "LAYERS.md gka"})
+                          "Alg. 1", "Sec. 4.2", "eq. (17)", "eq. (19)", "docs/layers.md gka"})
     EXPECT_TRUE(refs.count(ref)) << ref;
 }
 
