@@ -192,6 +192,19 @@ void markdown_layer(std::string& out, const LayerEntry& e) {
     for (const auto& n : s.notes) fmt::format_to(o, "- {}\n", n);
   }
   fmt::format_to(o, "\nForms: {}.\n", forms_of(e));
+  if (e.has_form(Form::sequential, Direction::backward)) {
+    const LayerSpec b = backward_spec(s);
+    std::vector<std::string> cot, grads;
+    for (const auto& t : b.inputs)
+      if (!s.input(t.name)) cot.push_back(fmt::format("`{}`{}", t.name, t.required ? "" : " (optional)"));
+    for (const auto& t : b.outputs) grads.push_back(fmt::format("`{}`", t.name));
+    fmt::format_to(o, "\nBackward ([gradients.md](gradients.md)): cotangents {}; gradients {} (of the inputs given); "
+                      "config keys get no gradient.\n",
+                   fmt::join(cot, ", "), fmt::join(grads, ", "));
+  }
+  std::vector<std::string> kernels;
+  for (const KernelImpl& k : e.kernels) kernels.push_back(fmt::format("`{}` ({})", k.name(), direction_name(k.direction)));
+  if (!kernels.empty()) fmt::format_to(o, "\nCUDA kernels: {} (gpu/{}/binding.cpp).\n", fmt::join(kernels, ", "), s.name);
 }
 
 // One document: intro, an index, then every selected layer, sections in registry order.
