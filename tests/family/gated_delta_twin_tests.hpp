@@ -1,10 +1,8 @@
 // The tests gated_delta_rule (Gated DeltaNet) and kda (Kimi Delta Attention)
 // share: KDA is GDN with one decay per key channel, so every test body is the
 // same with the gate's shape as the one parameter. A typed-parameterized suite,
-// instantiated in tests/gated_delta_rule/ and tests/kda/ with a Layer type:
-//   using Adapter = ttr::layers::<layer>;          // the oracle adapter
-//   static constexpr const char* kName;            // the registry name
-//   static constexpr bool kPerKeyGate;             // g is [B,T,H,K], else [B,T,H]
+// instantiated in tests/gated_delta_rule/ and tests/kda/ with a TwinLayer
+// (tests/family/twin_layer.hpp).
 //
 // The sequential form (reference/<layer>/sequential.hpp through the oracle
 // adapter) runs against an independent formulation at MPFR 512 bits: the
@@ -30,18 +28,13 @@
 
 #include "oracles/config.hpp"
 #include "oracles/registry.hpp"
+#include "tests/family/twin_layer.hpp"
 #include "tests/support/independent_forms.hpp"
 #include "tests/support/layer_checks.hpp"
 #include "tests/support/make_inputs.hpp"
 #include "tests/support/mp_compare.hpp"
 
 namespace ttr::test {
-
-// The oracle: the adapter (tensor names, config) on the reference at 256 bits.
-template <class Layer>
-TensorMap<mp> gated_delta_oracle(const TensorMap<double>& in, const Sets& sets) {
-  return oracle256<typename Layer::Adapter>(Layer::kName, in, sets);
-}
 
 // q, k, v, g, beta (β‖k‖² ≤ 2 when keys are unnormalised: |k_i| ≤ 0.8, K ≤ 4, β ≤ 0.75),
 // g in [−1, 0]; token 1 has γ = 1 exactly (on every channel), token 3 has γ ≈ 1e-30
@@ -60,7 +53,7 @@ TYPED_TEST_SUITE_P(GatedDeltaTwin);
 TYPED_TEST_P(GatedDeltaTwin, MpfrMatchesTransitionMatrixFormWithH0AndExplicitScale) {
   PrecisionGuard guard;
   const auto in = gated_delta_inputs<TypeParam>(2, 6, 2, 3, 2, true, 101);
-  const auto got = gated_delta_oracle<TypeParam>(in, {{"scale", "0.375"}});
+  const auto got = twin_oracle<TypeParam>(in, {{"scale", "0.375"}});
   const auto want = transition_form(in, {.scale = 0.375});
   expect_close(got, want, 1e-70);
 }
@@ -69,18 +62,18 @@ TYPED_TEST_P(GatedDeltaTwin, MpfrMatchesTransitionMatrixFormWithL2NormAndDefault
   PrecisionGuard guard;
   // K = 3: the default scale 3^-1/2 is irrational, computed by each side on its own.
   const auto in = gated_delta_inputs<TypeParam>(1, 5, 3, 3, 3, false, 202);
-  const auto got = gated_delta_oracle<TypeParam>(in, {{"use_qk_l2norm_in_kernel", "true"}});
+  const auto got = twin_oracle<TypeParam>(in, {{"use_qk_l2norm_in_kernel", "true"}});
   const auto want = transition_form(in, {.l2norm = true});
   expect_close(got, want, 1e-70);
   // Unnormalised keys give a different function: the flag is honoured.
-  const auto plain = gated_delta_oracle<TypeParam>(in, {});
+  const auto plain = twin_oracle<TypeParam>(in, {});
   EXPECT_GT(rel_err(plain.at("o"), want.at("o")), 1e-3);
 }
 
 TYPED_TEST_P(GatedDeltaTwin, MpfrMatchesTransitionMatrixFormK4V3WithH0AndL2Norm) {
   PrecisionGuard guard;
   const auto in = gated_delta_inputs<TypeParam>(2, 6, 1, 4, 3, true, 303);
-  const auto got = gated_delta_oracle<TypeParam>(in, {{"use_qk_l2norm_in_kernel", "true"}, {"scale", "1"}});
+  const auto got = twin_oracle<TypeParam>(in, {{"use_qk_l2norm_in_kernel", "true"}, {"scale", "1"}});
   const auto want = transition_form(in, {.scale = 1.0, .l2norm = true});
   expect_close(got, want, 1e-70);
 }

@@ -1,10 +1,7 @@
 // The tests simple_gla and gla share: gla is simple_gla with one decay per key
 // channel, so every test body is the same with the gate's shape as the one
 // parameter. A typed-parameterized suite, instantiated in tests/simple_gla/ and
-// tests/gla/ with a Layer type:
-//   using Adapter = ttr::layers::<layer>;          // the oracle adapter
-//   static constexpr const char* kName;            // the registry name
-//   static constexpr bool kPerKeyGate;             // g is [B,T,H,K], else [B,T,H]
+// tests/gla/ with a TwinLayer (tests/family/twin_layer.hpp).
 //
 // The sequential form (reference/<layer>/sequential.hpp through the oracle
 // adapter) runs against an independent formulation at MPFR 512 bits: the
@@ -29,17 +26,13 @@
 
 #include "oracles/config.hpp"
 #include "oracles/registry.hpp"
+#include "tests/family/twin_layer.hpp"
 #include "tests/support/independent_forms.hpp"
 #include "tests/support/layer_checks.hpp"
 #include "tests/support/make_inputs.hpp"
 #include "tests/support/mp_compare.hpp"
 
 namespace ttr::test {
-
-template <class Layer>
-TensorMap<mp> gated_linear_oracle(const TensorMap<double>& in, const Sets& sets) {
-  return oracle256<typename Layer::Adapter>(Layer::kName, in, sets);
-}
 
 // g in [−1, 0]; token 1 has γ = 1 exactly (on every channel), token 3 has γ ≈ 1e-30
 // (per key: on channel 0, and γ = 1 on channel 1).
@@ -56,13 +49,13 @@ TYPED_TEST_SUITE_P(GatedLinearTwin);
 TYPED_TEST_P(GatedLinearTwin, MpfrMatchesAttentionFormWithH0AndExplicitScale) {
   PrecisionGuard guard;
   const auto in = gated_linear_inputs<TypeParam>(2, 6, 2, 3, 2, true, 1101);
-  expect_close(gated_linear_oracle<TypeParam>(in, {{"scale", "0.625"}}), attention_form(in, 0.625), 1e-70);
+  expect_close(twin_oracle<TypeParam>(in, {{"scale", "0.625"}}), attention_form(in, 0.625), 1e-70);
 }
 
 TYPED_TEST_P(GatedLinearTwin, MpfrMatchesAttentionFormWithDefaultScale) {
   PrecisionGuard guard;
   const auto in = gated_linear_inputs<TypeParam>(1, 5, 3, 3, 3, false, 1202);  // K = 3: scale 3^-1/2 on each side
-  expect_close(gated_linear_oracle<TypeParam>(in, {}), attention_form(in, -1), 1e-70);
+  expect_close(twin_oracle<TypeParam>(in, {}), attention_form(in, -1), 1e-70);
 }
 
 // As for the delta rules: the 256-bit oracle rounded to double equals the 512-bit

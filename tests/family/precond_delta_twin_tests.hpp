@@ -1,10 +1,8 @@
 // The tests precond_gated_delta_rule (PGDN) and precond_kda (PKDA) share: PKDA
 // is PGDN with one decay per key channel, so every test body is the same with the
 // gate's shape as the one parameter. A typed-parameterized suite, instantiated in
-// tests/precond_gated_delta_rule/ and tests/precond_kda/ with a Layer type:
-//   using Adapter = ttr::layers::<layer>;          // the oracle adapter
-//   static constexpr const char* kName;            // the registry name
-//   static constexpr bool kPerKeyGate;             // g is [B,T,H,K], else [B,T,H]
+// tests/precond_gated_delta_rule/ and tests/precond_kda/ with a TwinLayer
+// (tests/family/twin_layer.hpp).
 //
 // The sequential form (reference/<layer>/sequential.hpp and reference/family/atk.hpp,
 // through the oracle adapter) runs against an independent formulation at MPFR 512
@@ -34,17 +32,13 @@
 
 #include "oracles/config.hpp"
 #include "oracles/registry.hpp"
+#include "tests/family/twin_layer.hpp"
 #include "tests/support/independent_forms.hpp"
 #include "tests/support/layer_checks.hpp"
 #include "tests/support/make_inputs.hpp"
 #include "tests/support/mp_compare.hpp"
 
 namespace ttr::test {
-
-template <class Layer>
-TensorMap<mp> precond_oracle(const TensorMap<double>& in, const Sets& sets) {
-  return oracle256<typename Layer::Adapter>(Layer::kName, in, sets);
-}
 
 // Both sides' o, ht and final_A_state within tol (normwise).
 inline void expect_precond_close(const TensorMap<mp>& got, const TensorMap<mp>& want, double tol) {
@@ -69,7 +63,7 @@ TYPED_TEST_P(PrecondDeltaTwin, MpfrMatchesIndependentFormWithDefaults) {
   PrecisionGuard guard;
   // l2norm on, x = 1.5, eps = 1e-6, centre −0.2 from config, A_0 = 0, h0 = 0, scale 3^-1/2.
   const auto in = precond_inputs<TypeParam>(2, 6, 2, 3, 2, 3101);
-  expect_precond_close(precond_oracle<TypeParam>(in, {}), precond_transition_form(in), 1e-70);
+  expect_precond_close(twin_oracle<TypeParam>(in, {}), precond_transition_form(in), 1e-70);
 }
 
 TYPED_TEST_P(PrecondDeltaTwin, MpfrMatchesWithStatesCentreTensorAndExplicitConfig) {
@@ -86,7 +80,7 @@ TYPED_TEST_P(PrecondDeltaTwin, MpfrMatchesWithStatesCentreTensorAndExplicitConfi
   p.l2norm = false;
   p.x = 2;
   p.eps = 0.001;
-  expect_precond_close(precond_oracle<TypeParam>(in, sets), precond_transition_form(in, p), 1e-70);
+  expect_precond_close(twin_oracle<TypeParam>(in, sets), precond_transition_form(in, p), 1e-70);
 }
 
 // The centre from the config key equals a tensor holding that value for every head
@@ -127,7 +121,7 @@ TYPED_TEST_P(PrecondDeltaTwin, ZeroBetaUnitDecayLeavesStateButNotPreconditioner)
   for (auto& e : in["g"].data) e = 0.0;
   in["h0"] = uniform({2, 2, 3, 2}, 3109, -1, 1);
   expect_state_unchanged(TypeParam::kName, in);
-  const auto got = precond_oracle<TypeParam>(in, {});
+  const auto got = twin_oracle<TypeParam>(in, {});
   const auto want = precond_transition_form(in);
   EXPECT_LT(rel_err(got.at("final_A_state"), want.at("final_A_state")), 1e-70);
   mp amax = 0;

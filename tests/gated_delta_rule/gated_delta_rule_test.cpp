@@ -10,13 +10,8 @@
 
 namespace {
 
-struct GatedDeltaRuleLayer {
-  using Adapter = ttr::layers::gated_delta_rule;
-  static constexpr const char* kName = "gated_delta_rule";
-  static constexpr bool kPerKeyGate = false;
-};
-
-using namespace ttr::test;  // the suite and its registration live there
-INSTANTIATE_TYPED_TEST_SUITE_P(GatedDeltaRule, GatedDeltaTwin, ::testing::Types<GatedDeltaRuleLayer>);
+using namespace ttr::test;
+using Layer = TwinLayer<ttr::layers::gated_delta_rule, "gated_delta_rule", Gate::per_head>;
+INSTANTIATE_TYPED_TEST_SUITE_P(GatedDeltaRule, GatedDeltaTwin, ::testing::Types<Layer>);
 
 }  // namespace

@@ -15,14 +15,8 @@ namespace {
 
 using namespace ttr::test;
 using ttr::TensorMap;
-
-struct GlaLayer {
-  using Adapter = ttr::layers::gla;
-  static constexpr const char* kName = "gla";
-  static constexpr bool kPerKeyGate = true;
-};
-
-INSTANTIATE_TYPED_TEST_SUITE_P(Gla, GatedLinearTwin, ::testing::Types<GlaLayer>);
+using Layer = TwinLayer<ttr::layers::gla, "gla", Gate::per_key>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Gla, GatedLinearTwin, ::testing::Types<Layer>);
 
 // A per-channel gate that is constant across channels (g_{t,i} = g_t) is simple_gla:
 // gla computes d_i = exp(g_{t,i}) per channel, simple_gla exp(g_t) once; exp is
@@ -30,7 +24,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(Gla, GatedLinearTwin, ::testing::Types<GlaLayer>)
 // everything else is the same code in the same order: bit-identical outputs.
 TEST(Gla, ChannelConstantGateEqualsSimpleGlaBitForBit) {
   const std::int64_t B = 2, T = 5, H = 2, K = 3, V = 2;
-  auto in = gated_linear_inputs<GlaLayer>(B, T, H, K, V, true, 1606);
+  auto in = gated_linear_inputs<Layer>(B, T, H, K, V, true, 1606);
   TensorMap<double> scalar_in = in;
   scalar_in["g"] = uniform({B, T, H}, 1607, -2, 0);
   in["g"] = repeat_over_keys(scalar_in["g"], K);

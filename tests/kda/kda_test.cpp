@@ -11,13 +11,8 @@
 
 namespace {
 
-struct KdaLayer {
-  using Adapter = ttr::layers::kda;
-  static constexpr const char* kName = "kda";
-  static constexpr bool kPerKeyGate = true;
-};
-
-using namespace ttr::test;  // the suite and its registration live there
-INSTANTIATE_TYPED_TEST_SUITE_P(Kda, GatedDeltaTwin, ::testing::Types<KdaLayer>);
+using namespace ttr::test;
+using Layer = TwinLayer<ttr::layers::kda, "kda", Gate::per_key>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Kda, GatedDeltaTwin, ::testing::Types<Layer>);
 
 }  // namespace

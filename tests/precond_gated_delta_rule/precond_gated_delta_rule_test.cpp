@@ -12,13 +12,8 @@
 
 namespace {
 
-struct PrecondGatedDeltaRuleLayer {
-  using Adapter = ttr::layers::precond_gated_delta_rule;
-  static constexpr const char* kName = "precond_gated_delta_rule";
-  static constexpr bool kPerKeyGate = false;
-};
-
-using namespace ttr::test;  // the suite and its registration live there
-INSTANTIATE_TYPED_TEST_SUITE_P(PrecondGatedDeltaRule, PrecondDeltaTwin, ::testing::Types<PrecondGatedDeltaRuleLayer>);
+using namespace ttr::test;
+using Layer = TwinLayer<ttr::layers::precond_gated_delta_rule, "precond_gated_delta_rule", Gate::per_head>;
+INSTANTIATE_TYPED_TEST_SUITE_P(PrecondGatedDeltaRule, PrecondDeltaTwin, ::testing::Types<Layer>);
 
 }  // namespace

@@ -17,21 +17,15 @@ namespace {
 
 using namespace ttr::test;
 using ttr::TensorMap;
-
-struct PrecondKdaLayer {
-  using Adapter = ttr::layers::precond_kda;
-  static constexpr const char* kName = "precond_kda";
-  static constexpr bool kPerKeyGate = true;
-};
-
-INSTANTIATE_TYPED_TEST_SUITE_P(PrecondKda, PrecondDeltaTwin, ::testing::Types<PrecondKdaLayer>);
+using Layer = TwinLayer<ttr::layers::precond_kda, "precond_kda", Gate::per_key>;
+INSTANTIATE_TYPED_TEST_SUITE_P(PrecondKda, PrecondDeltaTwin, ::testing::Types<Layer>);
 
 // A per-channel gate constant across channels is precond_gated_delta_rule: the
 // decay factors exp(g_{t,i}) = exp(g_t) are the same numbers and everything else is
 // the same code in the same order, so the outputs are bit-identical (fp64 and MPFR).
 TEST(PrecondKda, ChannelConstantGateEqualsPrecondGatedDeltaRuleBitForBit) {
   const std::int64_t B = 2, T = 5, H = 2, K = 3, V = 2;
-  auto in = precond_inputs<PrecondKdaLayer>(B, T, H, K, V, 3110);
+  auto in = precond_inputs<Layer>(B, T, H, K, V, 3110);
   in["h0"] = uniform({B, H, K, V}, 3111, -1, 1);
   TensorMap<double> scalar_in = in;
   scalar_in["g"] = uniform({B, T, H}, 3112, -2, 0);

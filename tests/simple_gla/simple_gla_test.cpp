@@ -10,13 +10,8 @@
 
 namespace {
 
-struct SimpleGlaLayer {
-  using Adapter = ttr::layers::simple_gla;
-  static constexpr const char* kName = "simple_gla";
-  static constexpr bool kPerKeyGate = false;
-};
-
-using namespace ttr::test;  // the suite and its registration live there
-INSTANTIATE_TYPED_TEST_SUITE_P(SimpleGla, GatedLinearTwin, ::testing::Types<SimpleGlaLayer>);
+using namespace ttr::test;
+using Layer = TwinLayer<ttr::layers::simple_gla, "simple_gla", Gate::per_head>;
+INSTANTIATE_TYPED_TEST_SUITE_P(SimpleGla, GatedLinearTwin, ::testing::Types<Layer>);
 
 }  // namespace
