@@ -1,10 +1,12 @@
 // Shared by the catalogue entries: the MPFR scalar, per-entry random streams,
-// tolerances derived from the working precision, and Evidence builders.
+// tolerances derived from the working precision, and Evidence builders (the
+// dense linear algebra is support/dense.hpp).
 // Heavy (Boost.Multiprecision): included only by the entry translation units.
 #pragma once
 
 #include <cmath>
 #include <random>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -40,6 +42,14 @@ inline std::mt19937_64 entry_rng(const RunOptions& opt, std::string_view id) {
 }
 
 inline double to_d(const mp& x) { return scalar_traits<mp>::to_double(x); }
+
+// A double for evidence text: 4 significant digits, scientific when small or large.
+inline std::string sci(double x) {
+  std::ostringstream o;
+  o.precision(4);
+  o << x;
+  return o.str();
+}
 
 // Accepted relative discrepancy of an exact identity evaluated in `bits`-bit
 // arithmetic: 2^(48 - bits) leaves 48 bits for condition numbers and

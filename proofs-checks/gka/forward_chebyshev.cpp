@@ -14,7 +14,9 @@
 namespace ttr::proofs {
 namespace {
 
+using namespace dense;
 using namespace gkaf;
+using Mat = dense::Mat<mp>;
 
 // A = Q diag(λ) Qᵀ with λ_1 = μ, λ_n = L and the rest uniform in [μ, L].
 struct Spd {
@@ -23,13 +25,10 @@ struct Spd {
 };
 Spd random_spd(std::mt19937_64& rng, int n, const mp& mu, const mp& L) {
   Spd s;
-  s.Q = random_orthogonal(rng, n);
+  s.Q = random_orthogonal<mp>(rng, n);
   s.lam.resize(n);
   for (int j = 0; j < n; ++j) s.lam[j] = j == 0 ? mu : j == n - 1 ? L : mu + (L - mu) * mp(unif(rng, 0, 1));
-  s.A = Mat(n, n, mp(0));
-  for (int a = 0; a < n; ++a)
-    for (int b = 0; b < n; ++b)
-      for (int j = 0; j < n; ++j) s.A(a, b) += s.Q(a, j) * s.lam[j] * s.Q(b, j);
+  s.A = (s.Q * diagonal(s.lam)) * s.Q.transpose();
   return s;
 }
 // The degree-d Chebyshev iterate by definition: ξ = A^{-1}(I − p_d(A)) q, p_d the
@@ -37,14 +36,14 @@ Spd random_spd(std::mt19937_64& rng, int n, const mp& mu, const mp& L) {
 Vec polynomial_iterate(const Spd& s, const Vec& q, const mp& L, const mp& mu, int d) {
   Vec f(s.lam.size());
   for (std::size_t j = 0; j < f.size(); ++j) f[j] = (1 - cheb_residual(d, s.lam[j], L, mu)) / s.lam[j];
-  return spectral_apply(s.Q, f, q);
+  return s.Q * cwise_product(f, s.Q.transpose() * q);  // Q diag(f) Qᵀ q
 }
 auto dense_apply(const Mat& A) {
-  return [&A](const Vec& x) { return matvec(A, x); };
+  return [&A](const Vec& x) { return A * x; };
 }
 Vec reference_chebyshev(const Mat& A, const Vec& q, const mp& L, const mp& mu, int r, const mp& omega0,
                         std::vector<mp>* omegas = nullptr) {
-  const int n = A.rows;
+  const int n = A.rows();
   auto apply = [&](const mp* x, mp* y) {
     for (int i = 0; i < n; ++i) {
       y[i] = 0;
@@ -80,7 +79,7 @@ Case random_case(std::mt19937_64& rng, int p, int rmax) {
   c.mu = mp(log_unif(rng, 1e-2, 1.0));
   c.L = c.mu * mp(log_unif(rng, 1.01, 1e4));
   c.s = random_spd(rng, c.n, c.mu, c.L);
-  c.q = random_vec(rng, c.n);
+  c.q = random_vector<mp>(rng, c.n);
   c.where = "point " + std::to_string(p) + " n=" + std::to_string(c.n) + " r=" + std::to_string(c.r) +
             " kappa=" + num(to_d(c.L / c.mu));
   return c;
@@ -96,10 +95,10 @@ Evidence alg1_output(const RunOptions& opt, const std::string& id) {
   for (int p = 0; p < points; ++p) {
     const Case c = random_case(rng, p, 20);
     const Vec want = polynomial_iterate(c.s, c.q, c.L, c.mu, c.r + 1);
-    lit.see(rel_diff(alg1_as_printed(dense_apply(c.s.A), c.q, c.L, c.mu, c.r, mp(2)), want), c.where);
-    ref.see(rel_diff(reference_chebyshev(c.s.A, c.q, c.L, c.mu, c.r, mp(2)), want), c.where);
+    lit.see(rel_diff_2(alg1_as_printed(dense_apply(c.s.A), c.q, c.L, c.mu, c.r, mp(2)), want), c.where);
+    ref.see(rel_diff_2(reference_chebyshev(c.s.A, c.q, c.L, c.mu, c.r, mp(2)), want), c.where);
     // Degree r instead of r+1 would be an off-by-one in the bound's exponent.
-    if (c.r > 0) off.see(-rel_diff(polynomial_iterate(c.s, c.q, c.L, c.mu, c.r), want), c.where);
+    if (c.r > 0) off.see(-rel_diff_2(polynomial_iterate(c.s, c.q, c.L, c.mu, c.r), want), c.where);
   }
   return holds_if(std::max(lit.value, ref.value), exact_tolerance(opt.bits),
                   "max rel. |xi_r - A^{-1}(I - T_{r+1}(sigma(A))/T_{r+1}(sigma_0)) q|",
@@ -120,9 +119,9 @@ Evidence alg1_omega0(const RunOptions& opt, const std::string& id) {
     if (c.r == 0) c.r = 1;  // ω_0 first acts at i = 1
     const Vec want = polynomial_iterate(c.s, c.q, c.L, c.mu, c.r + 1);
     const Vec zero = alg1_as_printed(dense_apply(c.s.A), c.q, c.L, c.mu, c.r, mp(0));
-    printed.see(rel_diff(zero, want), c.where);
-    corrected.see(rel_diff(alg1_as_printed(dense_apply(c.s.A), c.q, c.L, c.mu, c.r, mp(2)), want), c.where);
-    agree.see(rel_diff(reference_chebyshev(c.s.A, c.q, c.L, c.mu, c.r, mp(0)), zero), c.where);
+    printed.see(rel_diff_2(zero, want), c.where);
+    corrected.see(rel_diff_2(alg1_as_printed(dense_apply(c.s.A), c.q, c.L, c.mu, c.r, mp(2)), want), c.where);
+    agree.see(rel_diff_2(reference_chebyshev(c.s.A, c.q, c.L, c.mu, c.r, mp(0)), zero), c.where);
   }
   // What ω_0 = 0 does to the polynomial: κ = 51 (Remark 1), r = 10, worst |residual|
   // over a grid of 401 eigenvalues in [μ, L], against the minimax value 1/T_{r+1}(σ_0).
@@ -165,16 +164,16 @@ Evidence alg1_input(const RunOptions& opt, const std::string& id) {
   for (int p = 0; p < points; ++p) {
     const int n = 2 + static_cast<int>(rng() % 6), r = static_cast<int>(rng() % 20);
     const mp mu = mp(log_unif(rng, 1e-3, 1e3));
-    Mat A = identity(n);
-    for (auto& x : A.a) x *= mu;
-    const Vec q = random_vec(rng, n);
+    Mat A = Mat::identity(n);
+    for (auto& x : A.values()) x *= mu;
+    const Vec q = random_vector<mp>(rng, n);
     Vec want(n);
     for (int j = 0; j < n; ++j) want[j] = q[j] / mu;
     std::vector<mp> w;
     const std::string where = "point " + std::to_string(p) + " n=" + std::to_string(n) + " r=" + std::to_string(r) +
                               " L=mu=" + num(to_d(mu));
-    err.see(rel_diff(alg1_as_printed(dense_apply(A), q, mu, mu, r, mp(2), &w), want), where);
-    err.see(rel_diff(reference_chebyshev(A, q, mu, mu, r, mp(2)), want), where);
+    err.see(rel_diff_2(alg1_as_printed(dense_apply(A), q, mu, mu, r, mp(2), &w), want), where);
+    err.see(rel_diff_2(reference_chebyshev(A, q, mu, mu, r, mp(2)), want), where);
     for (std::size_t i = 1; i < w.size(); ++i) err.see(to_d(abs(w[i] - 1)), where + " omega");
   }
   return holds_if(err.value, exact_tolerance(opt.bits),
@@ -221,7 +220,7 @@ Evidence alg1_xi_init(const RunOptions& opt, const std::string& id) {
     // ∇ of eq. (21) f(ξ) = ½ξᵀAξ − ξᵀq at ξ_{-1} = 0 by central differences with step
     // 1: exact for a quadratic, so only rounding remains.
     auto f = [&](const Vec& x) {
-      const Vec Ax = matvec(c.s.A, x);
+      const Vec Ax = c.s.A * x;
       mp v = 0;
       for (int j = 0; j < n; ++j) v += x[j] * Ax[j] / 2 - x[j] * c.q[j];
       return v;
@@ -236,8 +235,8 @@ Evidence alg1_xi_init(const RunOptions& opt, const std::string& id) {
       xi0[j] = 0 - 2 / (c.L + c.mu) * grad;     // gradient step from ξ_{-1} = 0
       printed[j] = 2 * c.q[j] / (c.L + c.mu);    // ξ_0 as printed
     }
-    err.see(rel_diff(printed, xi0), c.where + " (gradient step)");
-    err.see(rel_diff(printed, polynomial_iterate(c.s, c.q, c.L, c.mu, 1)), c.where + " (degree-1 polynomial)");
+    err.see(rel_diff_2(printed, xi0), c.where + " (gradient step)");
+    err.see(rel_diff_2(printed, polynomial_iterate(c.s, c.q, c.L, c.mu, 1)), c.where + " (degree-1 polynomial)");
   }
   return holds_if(err.value, exact_tolerance(opt.bits),
                   "rel. |2q/(L+mu) - (gradient step from 0)| and |2q/(L+mu) - degree-1 Chebyshev iterate|", err.where);
@@ -260,8 +259,8 @@ Evidence alg1_weights(const RunOptions& opt, const std::string& id) {
       // From T_{i+1} = 2σT_i − T_{i-1}: ω_i = 2σ_0 T_i(σ_0)/T_{i+1}(σ_0).
       const mp want = 2 * s0 * cheb_T(i, s0) / cheb_T(i + 1, s0);
       const std::string where = "kappa=" + num(kappa) + " i=" + std::to_string(i);
-      err.see(rel_diff(w[i], want), where);
-      err.see(rel_diff(wl[i], want), where + " (literal)");
+      err.see(to_d(rel_err(w[i], want)), where);
+      err.see(to_d(rel_err(wl[i], want)), where + " (literal)");
     }
   }
   return holds_if(err.value, exact_tolerance(opt.bits), "max rel. |omega_i - 2 sigma0 T_i(sigma0)/T_{i+1}(sigma0)|",
@@ -286,7 +285,7 @@ StepCoeffs solve_step(int i, const mp& L, const mp& mu, const mp& lam3) {
   s.c = (b1 * a22 - a12 * b2) / det;
   s.m = (a11 * b2 - b1 * a21) / det;
   const mp lhs = p(i + 1, lam3), rhs = (1 - s.c * lam3) * p(i, lam3) + s.m * (p(i, lam3) - p(i - 1, lam3));
-  s.third = rel_diff(rhs, lhs);
+  s.third = to_d(rel_err(rhs, lhs));
   return s;
 }
 
@@ -303,8 +302,8 @@ Evidence alg1_step(const RunOptions& opt, const std::string& id, bool momentum) 
       const mp lam3 = mu + (L - mu) * mp(unif(rng, 0.05, 0.95));
       const StepCoeffs s = solve_step(i, L, mu, lam3);
       const std::string where = "point " + std::to_string(p) + " kappa=" + num(to_d(L / mu)) + " i=" + std::to_string(i);
-      if (momentum) err.see(rel_diff(w[i] - 1, s.m), where);          // printed momentum weight ω_i − 1
-      else err.see(rel_diff(2 * w[i] / (L + mu), s.c), where);         // printed stepsize 2ω_i/(L+μ)
+      if (momentum) err.see(to_d(rel_err(mp(w[i] - 1), s.m)), where);   // printed momentum weight ω_i − 1
+      else err.see(to_d(rel_err(mp(2 * w[i] / (L + mu)), s.c)), where);  // printed stepsize 2ω_i/(L+μ)
       third.see(s.third, where);
     }
   }
@@ -330,7 +329,7 @@ Evidence ch_minimax(const RunOptions& opt, const std::string& id) {
     const mp mu = 1, L = mp(log_unif(rng, 1.01, 1e4));
     const mp bound = chebyshev_minimax_bound(L, mu, r + 1);
     const std::string where = "trial " + std::to_string(tr) + " r=" + std::to_string(r) + " kappa=" + num(to_d(L));
-    ident.see(rel_diff(bound, 1 / cheb_T(r + 1, (L + mu) / (L - mu))), where);
+    ident.see(to_d(rel_err(bound, mp(1 / cheb_T(r + 1, (L + mu) / (L - mu))))), where);
     Vec lam(n), x(n);  // spectrum and exact solution components x* (basis-invariant: A diagonal)
     for (int j = 0; j < n; ++j) {
       if (tr % 2 == 0) {  // half the trials start at the equioscillation points of T_{r+1}
@@ -352,8 +351,8 @@ Evidence ch_minimax(const RunOptions& opt, const std::string& id) {
       const Vec xi = chebyshev_forward(apply, q.data(), n, p).xi;
       Vec e(n);
       for (int j = 0; j < n; ++j) e[j] = xs[j] - xi[j];
-      tightest = std::max(tightest, to_d(norm2(e) / norm2(xs) / bound));
-      return to_d((norm2(e) - bound * norm2(xs)) / norm2(xs));  // ≤ 0 when the bound holds
+      tightest = std::max(tightest, to_d(norm(e) / norm(xs) / bound));
+      return to_d((norm(e) - bound * norm(xs)) / norm(xs));  // ≤ 0 when the bound holds
     };
     double cur = ratio_minus_bound(lam, x);
     viol.see(cur, where);

@@ -1,7 +1,8 @@
 // GKA gradient statements about the exact solve (Lemma 1 and its restatements
 // eqs. (7), (23)-(25), (42), (50), (51)), the gating derivatives (eqs. (26)-(34))
 // and Table 1. Each printed formula is evaluated as printed in mp and compared
-// with reverse-mode differentiation (gradients_ad.hpp) of the forward definition:
+// with reverse-mode differentiation (gradients_ad.hpp) of the forward definition
+// (matrices and solves from support/dense.hpp, the same code for mp and the tape):
 //   H_t = γ_t H_{t-1} + k_t k_tᵀ (eq. (CH)),  λ_t = a‖H_t‖_F (eq. (4)),
 //   x_t = (H_t + λ_t I)⁻¹ q_t (dense solve),  loss = Σ_t ⟨dx_t, x_t⟩
 // with random upstream gradients dx_t. The solver-level statements (Lemma 2,
@@ -11,6 +12,7 @@
 
 #include "proofs-checks/gka/gka.hpp"
 #include "proofs-checks/gka/gradients_ad.hpp"
+#include "proofs-checks/support/dense.hpp"
 #include "reference/solvers/chebyshev.hpp"
 #include "reference/solvers/iterative.hpp"
 
@@ -19,8 +21,13 @@ namespace {
 
 using namespace gka_grad;
 using boost::multiprecision::abs;
-
-std::size_t at(int n, int i, int j) { return static_cast<std::size_t>(i) * n + j; }
+using dense::dot;
+using dense::inner;
+using dense::Mat;
+using dense::outer;
+using dense::plus_identity;
+using dense::solve_unpivoted;
+using dense::operator*;  // scalar × std::vector
 
 // ---------------------------------------------------------------------------
 // One GKA sequence: K-dim keys/queries, T tokens, gates γ_1..γ_T ∈ [0.5, 1)
@@ -28,7 +35,8 @@ std::size_t at(int n, int i, int j) { return static_cast<std::size_t>(i) * n + j
 struct Seq {
   int K = 0, T = 0;
   mp a;
-  Vec<mp> H0, gamma;                    // gamma[t] = γ_{t+1}
+  Mat<mp> H0;
+  Vec<mp> gamma;                        // gamma[t] = γ_{t+1}
   std::vector<Vec<mp>> k, q, dx;        // row t = token t+1
 };
 
@@ -37,7 +45,7 @@ Seq random_seq(std::mt19937_64& rng, int K, int T, bool with_h0) {
   s.K = K;
   s.T = T;
   s.a = uniform(rng, 0.02, 0.5);
-  s.H0 = with_h0 ? random_gram(rng, K, K) : Vec<mp>(static_cast<std::size_t>(K) * K, mp(0));
+  s.H0 = with_h0 ? Mat<mp>(K, K, random_gram(rng, K, K)) : Mat<mp>(K, K);
   for (int t = 0; t < T; ++t) {
     s.gamma.push_back(uniform(rng, 0.5, 1.0));
     s.k.push_back(random_vec(rng, K));
@@ -49,27 +57,25 @@ Seq random_seq(std::mt19937_64& rng, int K, int T, bool with_h0) {
 
 template <class S>
 struct Fwd {
-  std::vector<Vec<S>> H, x;  // H_t, x_t for t = 1..T (index t-1)
+  std::vector<Mat<S>> H;  // H_t for t = 1..T (index t-1)
+  std::vector<Vec<S>> x;  // x_t
   std::vector<S> fro;
 };
 
 // The forward definition. `shifted` uses eq. (42)'s unrolling instead,
 // H_t = γ_{t-1} H_{t-1} + k_t k_tᵀ (with H_0 = 0), to locate the index shift.
 template <class S>
-Fwd<S> forward(const Vec<S>& H0, const std::vector<Vec<S>>& k, const std::vector<Vec<S>>& q, const Vec<S>& gamma,
-               const mp& a, int K, bool shifted = false) {
+Fwd<S> forward(const Mat<S>& H0, const std::vector<Vec<S>>& k, const std::vector<Vec<S>>& q, const Vec<S>& gamma,
+               const mp& a, bool shifted = false) {
   Fwd<S> f;
-  Vec<S> H = H0;
+  Mat<S> H = H0;
   const int T = static_cast<int>(k.size());
   for (int t = 0; t < T; ++t) {
     const S g = shifted ? (t == 0 ? S(mp(0)) : gamma[t - 1]) : gamma[t];
-    for (int i = 0; i < K; ++i)
-      for (int j = 0; j < K; ++j) H[at(K, i, j)] = g * H[at(K, i, j)] + k[t][i] * k[t][j];
-    const S fro = sqrt(dot(H.data(), H.data(), K * K));
+    H = g * H + outer(k[t], k[t]);
+    const S fro = H.norm();
     const S lam = S(a) * fro;
-    Vec<S> A = H;
-    for (int i = 0; i < K; ++i) A[at(K, i, i)] = A[at(K, i, i)] + lam;
-    f.x.push_back(ge_solve(A, q[t], K));
+    f.x.push_back(solve_unpivoted(plus_identity(H, lam), q[t]));
     f.H.push_back(H);
     f.fro.push_back(fro);
   }
@@ -96,8 +102,7 @@ Grad reverse_mode(const Seq& s, bool shifted = false) {
     q.push_back(inputs(s.q[t]));
   }
   const Vec<Var> gamma = inputs(s.gamma);
-  Vec<Var> H0(s.H0.begin(), s.H0.end());
-  const Fwd<Var> f = forward(H0, k, q, gamma, s.a, s.K, shifted);
+  const Fwd<Var> f = forward(s.H0.cast<Var>(), k, q, gamma, s.a, shifted);
   Var loss(mp(0));
   for (int t = 0; t < s.T; ++t) {
     const Vec<Var> d(s.dx[t].begin(), s.dx[t].end());
@@ -128,12 +133,10 @@ struct Plain {
 
 Plain plain(const Seq& s) {
   Plain p;
-  p.f = forward(s.H0, s.k, s.q, s.gamma, s.a, s.K);
+  p.f = forward(s.H0, s.k, s.q, s.gamma, s.a);
   mp z = 1;
   for (int t = 0; t < s.T; ++t) {
-    Vec<mp> A = p.f.H[t];
-    for (int i = 0; i < s.K; ++i) A[at(s.K, i, i)] += s.a * p.f.fro[t];
-    p.dq.push_back(ge_solve(A, s.dx[t], s.K));
+    p.dq.push_back(solve_unpivoted(plus_identity(p.f.H[t], mp(s.a * p.f.fro[t])), s.dx[t]));
     z *= s.gamma[t];
     p.zeta.push_back(z);
   }
@@ -160,9 +163,8 @@ std::vector<Vec<mp>> dk_formula(const Seq& s, const Plain& p, Weight wt, int sig
     for (int t = i; t < s.T; ++t) {
       const Vec<mp>& x = p.f.x[t];
       const Vec<mp>& dq = p.dq[t];
-      const Vec<mp> Hk = matvec(p.f.H[t], s.k[i], K);
-      const mp kx = dot(s.k[i].data(), x.data(), K), kdq = dot(s.k[i].data(), dq.data(), K);
-      const mp xdq = dot(x.data(), dq.data(), K);
+      const Vec<mp> Hk = p.f.H[t] * s.k[i];
+      const mp kx = dot(s.k[i], x), kdq = dot(s.k[i], dq), xdq = dot(x, dq);
       // GKA Lemma 1: w_t = 2a x_tᵀdq_t/‖H_t‖_F; eq. (51) groups 2a⟨x,dq⟩/‖H‖ as one factor.
       const mp w = grouped_51 ? (2 * s.a * xdq) / p.f.fro[t] : (2 * s.a / p.f.fro[t]) * xdq;
       const mp c = weight(s, p, i, t, wt);
@@ -174,11 +176,12 @@ std::vector<Vec<mp>> dk_formula(const Seq& s, const Plain& p, Weight wt, int sig
 }
 
 // eq. (23) as printed: dH_t = −dq_t x_tᵀ − a (H_t/‖H_t‖_F) (x_tᵀ dq_t).
-Vec<mp> dH_eq23(const Vec<mp>& H, const Vec<mp>& x, const Vec<mp>& dq, const mp& a, const mp& fro, int K) {
-  Vec<mp> dH(static_cast<std::size_t>(K) * K);
-  const mp xdq = dot(x.data(), dq.data(), K);
+Mat<mp> dH_eq23(const Mat<mp>& H, const Vec<mp>& x, const Vec<mp>& dq, const mp& a, const mp& fro) {
+  const int K = H.rows();
+  Mat<mp> dH(K, K);
+  const mp xdq = dot(x, dq);
   for (int i = 0; i < K; ++i)
-    for (int j = 0; j < K; ++j) dH[at(K, i, j)] = -dq[i] * x[j] - a * H[at(K, i, j)] / fro * xdq;
+    for (int j = 0; j < K; ++j) dH(i, j) = -dq[i] * x[j] - a * H(i, j) / fro * xdq;
   return dH;
 }
 
@@ -189,10 +192,10 @@ std::vector<Vec<mp>> dk_eq24(const Seq& s, const Plain& p) {
   for (int i = 0; i < s.T; ++i) {
     Vec<mp> acc(K, mp(0));
     for (int t = i; t < s.T; ++t) {
-      const Vec<mp> dH = dH_eq23(p.f.H[t], p.f.x[t], p.dq[t], s.a, p.f.fro[t], K);
+      const Mat<mp> dH = dH_eq23(p.f.H[t], p.f.x[t], p.dq[t], s.a, p.f.fro[t]);
       const mp c = p.zeta[t] / p.zeta[i];
       for (int r = 0; r < K; ++r)
-        for (int j = 0; j < K; ++j) acc[r] += c * (dH[at(K, r, j)] + dH[at(K, j, r)]) * s.k[i][j];
+        for (int j = 0; j < K; ++j) acc[r] += c * (dH(r, j) + dH(j, r)) * s.k[i][j];
     }
     dk.push_back(acc);
   }
@@ -281,27 +284,26 @@ std::vector<Entry> lemma1_entries() {
         const int n = points(opt) * 2;
         for (int pt = 0; pt < n; ++pt) {
           const int K = 3 + static_cast<int>(rng() % 4);
-          const Vec<mp> H = random_gram(rng, K, 1 + static_cast<int>(rng() % (K + 1)));
+          const Mat<mp> H(K, K, random_gram(rng, K, 1 + static_cast<int>(rng() % (K + 1))));
           const Vec<mp> q = random_vec(rng, K), dx = random_vec(rng, K);
           const mp a = uniform(rng, 0.02, 0.5);
           Tape tape;
           TapeScope scope(tape);
-          Vec<Var> Hv;
-          for (const mp& h : H) Hv.push_back(Var::input(h));
-          const Var fro = sqrt(dot(Hv.data(), Hv.data(), K * K));
-          Vec<Var> A = Hv;
-          for (int i = 0; i < K; ++i) A[at(K, i, i)] = A[at(K, i, i)] + Var(a) * fro;
-          const Vec<Var> x = ge_solve(A, Vec<Var>(q.begin(), q.end()), K);
+          Mat<Var> Hv(K, K);
+          for (std::size_t j = 0; j < Hv.values().size(); ++j) Hv.values()[j] = Var::input(H.values()[j]);
+          const Var fro = Hv.norm();
+          Mat<Var> A = Hv;
+          for (int i = 0; i < K; ++i) A(i, i) = A(i, i) + Var(a) * fro;  // one product a‖H‖_F per diagonal entry
+          const Vec<Var> x = solve_unpivoted(A, Vec<Var>(q.begin(), q.end()));
           const Vec<Var> dxv(dx.begin(), dx.end());
           const Var loss = dot(dxv.data(), x.data(), K);
           const auto adj = tape.adjoints(loss.id);
           // printed side in plain mp
-          const mp f = frobenius(H);
-          Vec<mp> Ap = H;
-          for (int i = 0; i < K; ++i) Ap[at(K, i, i)] += a * f;
-          const Vec<mp> xs = ge_solve(Ap, q, K), dq = ge_solve(Ap, dx, K);
-          const Vec<mp> dH = dH_eq23(H, xs, dq, a, f, K);
-          for (std::size_t j = 0; j < H.size(); ++j) e.add(dH[j], adjoint(adj, Hv[j]));
+          const mp f = H.norm();
+          const Mat<mp> Ap = plus_identity(H, mp(a * f));
+          const Vec<mp> xs = solve_unpivoted(Ap, q), dq = solve_unpivoted(Ap, dx);
+          const Mat<mp> dH = dH_eq23(H, xs, dq, a, f);
+          for (std::size_t j = 0; j < dH.values().size(); ++j) e.add(dH.values()[j], adjoint(adj, Hv.values()[j]));
         }
         return holds_if(e.value(), exact_tolerance(opt.bits), kVsReverse, "seed " + std::to_string(opt.seed),
                         std::to_string(n) + " random (H, q, dx, a), K 3-6");
@@ -358,12 +360,9 @@ std::vector<Entry> lemma1_entries() {
                 const auto fixed = dk_formula(s, p, Weight::eq50_corrected, -1, grouped);
                 // Under eq. (42)'s recursion (H_0 = 0 here) the printed product is the right one.
                 Plain ps = p;
-                ps.f = forward(s.H0, s.k, s.q, s.gamma, s.a, s.K, true);
-                for (int t = 0; t < s.T; ++t) {
-                  Vec<mp> A = ps.f.H[t];
-                  for (int i = 0; i < s.K; ++i) A[at(s.K, i, i)] += s.a * ps.f.fro[t];
-                  ps.dq[t] = ge_solve(A, s.dx[t], s.K);
-                }
+                ps.f = forward(s.H0, s.k, s.q, s.gamma, s.a, true);
+                for (int t = 0; t < s.T; ++t)
+                  ps.dq[t] = solve_unpivoted(plus_identity(ps.f.H[t], mp(s.a * ps.f.fro[t])), s.dx[t]);
                 const auto printed_shifted = dk_formula(s, ps, Weight::eq50_printed, -1, grouped);
                 const Grad gs = reverse_mode(s, true);
                 RelErr esh;
@@ -393,20 +392,19 @@ std::vector<Entry> lemma1_entries() {
           std::vector<Vec<mp>> k;
           Vec<mp> gamma;
           for (int t = 0; t < T; ++t) k.push_back(random_vec(rng, K)), gamma.push_back(uniform(rng, 0.5, 1.0));
-          Vec<mp> H(K * K, mp(0));
+          Mat<mp> H(K, K);
           for (int l = 0; l < T; ++l) {
-            for (int i = 0; i < K; ++i)
-              for (int j = 0; j < K; ++j) H[at(K, i, j)] = gamma[l] * H[at(K, i, j)] + k[l][i] * k[l][j];
-            Vec<mp> P(K * K, mp(0)), C(K * K, mp(0));
+            H = gamma[l] * H + outer(k[l], k[l]);
+            Mat<mp> P(K, K), C(K, K);
             for (int i = 0; i <= l; ++i) {
               mp pp = 1, pc = 1;
               for (int m = i; m <= l - 1; ++m) pp *= gamma[m];
               for (int m = i + 1; m <= l; ++m) pc *= gamma[m];
-              for (int a = 0; a < K; ++a)
-                for (int b = 0; b < K; ++b) P[at(K, a, b)] += pp * k[i][a] * k[i][b], C[at(K, a, b)] += pc * k[i][a] * k[i][b];
+              P += outer(pp * k[i], k[i]);
+              C += outer(pc * k[i], k[i]);
             }
-            ep.add(P, H);
-            ec.add(C, H);
+            ep.add(P.values(), H.values());
+            ec.add(C.values(), H.values());
           }
         }
         return printed_fails(ep.value(), ec.value(), exact_tolerance(opt.bits), "max |closed form − recursion| / max |H|",
@@ -419,30 +417,18 @@ std::vector<Entry> lemma1_entries() {
 // §4.2.2 backward recurrences: eqs. (8)-(10) and the intra-/cross-chunk forms of
 // B_i. A_i := Σ_{t≥i} M_{i,t} dq_t x_tᵀ, B_i := Σ_{t≥i} M_{i,t} w_t H_t; by eq. (7)
 // dk_i = −A_ik_i − A_iᵀk_i − B_ik_i, which is compared with reverse mode.
-using Mat = Vec<mp>;
-Mat outer2(const Vec<mp>& a, const Vec<mp>& b) {
-  const int K = static_cast<int>(a.size());
-  Mat o(static_cast<std::size_t>(K) * K);
-  for (int i = 0; i < K; ++i)
-    for (int j = 0; j < K; ++j) o[at(K, i, j)] = a[i] * b[j];
-  return o;
-}
 mp w_of(const Seq& s, const Plain& p, int t) {
-  return 2 * s.a * dot(p.f.x[t].data(), p.dq[t].data(), s.K) / p.f.fro[t];
+  return 2 * s.a * dot(p.f.x[t], p.dq[t]) / p.f.fro[t];
 }
 // By definition (sums over t ≥ i with M_{i,t} = ζ_t/ζ_i), 0-based i.
-Mat A_def(const Seq& s, const Plain& p, int i) {
-  Mat A(static_cast<std::size_t>(s.K) * s.K, mp(0));
-  for (int t = i; t < s.T; ++t) {
-    const Mat o = outer2(p.dq[t], p.f.x[t]);
-    for (std::size_t e = 0; e < A.size(); ++e) A[e] += p.zeta[t] / p.zeta[i] * o[e];
-  }
+Mat<mp> A_def(const Seq& s, const Plain& p, int i) {
+  Mat<mp> A(s.K, s.K);
+  for (int t = i; t < s.T; ++t) A += mp(p.zeta[t] / p.zeta[i]) * outer(p.dq[t], p.f.x[t]);
   return A;
 }
-Mat B_def(const Seq& s, const Plain& p, int i, int t_hi) {  // Σ_{t=i}^{t_hi}
-  Mat B(static_cast<std::size_t>(s.K) * s.K, mp(0));
-  for (int t = i; t <= t_hi; ++t)
-    for (std::size_t e = 0; e < B.size(); ++e) B[e] += p.zeta[t] / p.zeta[i] * w_of(s, p, t) * p.f.H[t][e];
+Mat<mp> B_def(const Seq& s, const Plain& p, int i, int t_hi) {  // Σ_{t=i}^{t_hi}
+  Mat<mp> B(s.K, s.K);
+  for (int t = i; t <= t_hi; ++t) B += mp(p.zeta[t] / p.zeta[i] * w_of(s, p, t)) * p.f.H[t];
   return B;
 }
 
@@ -458,11 +444,10 @@ std::vector<Entry> chunk_backward_entries() {
   std::vector<Entry> v;
   // The recursions run backwards from the last token: X_T = term_T, X_i = γ_{i+1}X_{i+1} + term_i.
   auto backward = [](const Seq& s, auto term) {
-    std::vector<Mat> X(s.T);
+    std::vector<Mat<mp>> X(s.T);
     for (int i = s.T - 1; i >= 0; --i) {
       X[i] = term(i);
-      if (i + 1 < s.T)
-        for (std::size_t e = 0; e < X[i].size(); ++e) X[i][e] += s.gamma[i + 1] * X[i + 1][e];
+      if (i + 1 < s.T) X[i] += s.gamma[i + 1] * X[i + 1];
     }
     return X;
   };
@@ -470,14 +455,12 @@ std::vector<Entry> chunk_backward_entries() {
       "gka.eq8.A_recursion", "eq. (8)", "A_i = γ_{i+1}A_{i+1} + dq_i(x*_i)ᵀ for A_i := Σ_{t≥i} M_{i,t}dq_t(x*_t)ᵀ",
       "recursion vs the definition, and −A_ik_i − A_iᵀk_i (+ the w term) vs reverse mode of the exact forward",
       [backward](const Seq& s, const Plain& p, const Grad& g, RelErr&, RelErr& ec) {
-        const auto A = backward(s, [&](int i) { return outer2(p.dq[i], p.f.x[i]); });
+        const auto A = backward(s, [&](int i) { return outer(p.dq[i], p.f.x[i]); });
         for (int i = 0; i < s.T; ++i) {
-          ec.add(A[i], A_def(s, p, i));
-          const Mat B = B_def(s, p, i, s.T - 1);
-          const Vec<mp> Ak = matvec(A[i], s.k[i], s.K), Bk = matvec(B, s.k[i], s.K);
-          Vec<mp> ATk(s.K, mp(0)), dk(s.K);
-          for (int a = 0; a < s.K; ++a)
-            for (int b = 0; b < s.K; ++b) ATk[a] += A[i][at(s.K, b, a)] * s.k[i][b];
+          ec.add(A[i].values(), A_def(s, p, i).values());
+          const Mat<mp> B = B_def(s, p, i, s.T - 1);
+          const Vec<mp> Ak = A[i] * s.k[i], ATk = A[i].transpose() * s.k[i], Bk = B * s.k[i];
+          Vec<mp> dk(s.K);
           for (int a = 0; a < s.K; ++a) dk[a] = -Ak[a] - ATk[a] - Bk[a];
           ec.add(dk, g.dk[i]);
         }
@@ -486,22 +469,13 @@ std::vector<Entry> chunk_backward_entries() {
       "gka.eq9.B_recursion", "eq. (9)", "B_i = γ_{i+1}B_{i+1} + w_iH_i, o_i = B_ik_i, for B_i := Σ_{t≥i} M_{i,t}w_tH_t",
       "recursion vs the definition, and dk_i − (−A_ik_i − A_iᵀk_i) − (−o_i) = 0 with dk_i from reverse mode",
       [backward](const Seq& s, const Plain& p, const Grad& g, RelErr&, RelErr& ec) {
-        const auto B = backward(s, [&](int i) {
-          Mat m = p.f.H[i];
-          const mp w = w_of(s, p, i);
-          for (auto& x : m) x *= w;
-          return m;
-        });
+        const auto B = backward(s, [&](int i) { return w_of(s, p, i) * p.f.H[i]; });
         for (int i = 0; i < s.T; ++i) {
-          ec.add(B[i], B_def(s, p, i, s.T - 1));
-          const Mat A = A_def(s, p, i);
-          const Vec<mp> o = matvec(B[i], s.k[i], s.K), Ak = matvec(A, s.k[i], s.K);
+          ec.add(B[i].values(), B_def(s, p, i, s.T - 1).values());
+          const Mat<mp> A = A_def(s, p, i);
+          const Vec<mp> o = B[i] * s.k[i], Ak = A * s.k[i], ATk = A.transpose() * s.k[i];
           Vec<mp> dk(s.K);
-          for (int a = 0; a < s.K; ++a) {
-            mp ATk = 0;
-            for (int b = 0; b < s.K; ++b) ATk += A[at(s.K, b, a)] * s.k[i][b];
-            dk[a] = -Ak[a] - ATk - o[a];
-          }
+          for (int a = 0; a < s.K; ++a) dk[a] = -Ak[a] - ATk[a] - o[a];
           ec.add(dk, g.dk[i]);
         }
       }));
@@ -510,12 +484,12 @@ std::vector<Entry> chunk_backward_entries() {
       "chunk = tokens 1..C (C = T − 2), B_{C+1} the future's; vs B_i by definition, every i ≤ C",
       [](const Seq& s, const Plain& p, const Grad&, RelErr&, RelErr& ec) {
         const int C = s.T - 2;  // 1-based chunk 1..C is 0-based 0..C-1; token C+1 is index C
-        const Mat Bnext = B_def(s, p, C, s.T - 1);
+        const Mat<mp> Bnext = B_def(s, p, C, s.T - 1);
         for (int i = 0; i < C; ++i) {
-          Mat B = B_def(s, p, i, C - 1);  // B_i^intra
+          Mat<mp> B = B_def(s, p, i, C - 1);  // B_i^intra
           const mp f = p.zeta[C - 1] / p.zeta[i] * s.gamma[C];  // M_{i,C} γ_{C+1}
-          for (std::size_t e = 0; e < B.size(); ++e) B[e] += f * Bnext[e];
-          ec.add(B, B_def(s, p, i, s.T - 1));
+          B += f * Bnext;
+          ec.add(B.values(), B_def(s, p, i, s.T - 1).values());
         }
       }));
   v.push_back(chunk_entry(
@@ -529,15 +503,15 @@ std::vector<Entry> chunk_backward_entries() {
         for (int i = 0; i < C; ++i) {
           mp b = 0;
           for (int c = 0; c < C; ++c) b += M(i, c) * w_of(s, p, c) * p.zeta[c];
-          Vec<mp> col = matvec(s.H0, s.k[i], K);
+          Vec<mp> col = s.H0 * s.k[i];
           for (auto& x : col) x *= b;
           for (int j = 0; j < C; ++j) {
             mp mw = 0;  // (M diag(w) Mᵀ)_{j,i}
             for (int c = 0; c < C; ++c) mw += M(j, c) * w_of(s, p, c) * M(i, c);
-            const mp kk = dot(s.k[j].data(), s.k[i].data(), K) * mw;
+            const mp kk = dot(s.k[j], s.k[i]) * mw;
             for (int a = 0; a < K; ++a) col[a] += s.k[j][a] * kk;
           }
-          ec.add(col, matvec(B_def(s, p, i, C - 1), s.k[i], K));
+          ec.add(col, B_def(s, p, i, C - 1) * s.k[i]);
         }
       }));
   v.push_back(chunk_entry(
@@ -547,14 +521,11 @@ std::vector<Entry> chunk_backward_entries() {
       "chunk = tokens 1..C (C = T − 2); vs γ_1B_1 with B_1 by definition",
       [](const Seq& s, const Plain& p, const Grad&, RelErr&, RelErr& ec) {
         const int C = s.T - 2;
-        const Mat Bnext = B_def(s, p, C, s.T - 1);
-        Mat Bt(Bnext.size(), mp(0));
-        for (int c = 0; c < C; ++c)
-          for (std::size_t e = 0; e < Bt.size(); ++e) Bt[e] += p.zeta[c] * w_of(s, p, c) * p.f.H[c][e];
-        for (std::size_t e = 0; e < Bt.size(); ++e) Bt[e] += p.zeta[C - 1] * s.gamma[C] * Bnext[e];
-        Mat B1 = B_def(s, p, 0, s.T - 1);
-        for (auto& x : B1) x *= s.gamma[0];
-        ec.add(Bt, B1);
+        const Mat<mp> Bnext = B_def(s, p, C, s.T - 1);
+        Mat<mp> Bt(s.K, s.K);
+        for (int c = 0; c < C; ++c) Bt += mp(p.zeta[c] * w_of(s, p, c)) * p.f.H[c];
+        Bt += mp(p.zeta[C - 1] * s.gamma[C]) * Bnext;
+        ec.add(Bt.values(), (s.gamma[0] * B_def(s, p, 0, s.T - 1)).values());
       }));
   return v;
 }
@@ -564,43 +535,42 @@ std::vector<Entry> chunk_backward_entries() {
 // cumulative log-gates G_1..G_{C+1} as independent variables, H_0 a random PSD state.
 struct Chunk {
   int K = 0, C = 0;
-  Vec<mp> H0, G;                 // G[c-1] = G_c, c = 1..C+1
+  Mat<mp> H0;
+  Vec<mp> G;                     // G[c-1] = G_c, c = 1..C+1
   std::vector<Vec<mp>> k;        // k[c-1] = k_c
-  std::vector<Vec<mp>> dH;       // given adjoints dH_c, c = 1..C+1 (K×K, unsymmetric)
+  std::vector<Mat<mp>> dH;       // given adjoints dH_c, c = 1..C+1 (K×K, unsymmetric)
 };
 
 Chunk random_chunk(std::mt19937_64& rng, int K, int C) {
   Chunk ch;
   ch.K = K;
   ch.C = C;
-  ch.H0 = random_gram(rng, K, K);
+  ch.H0 = Mat<mp>(K, K, random_gram(rng, K, K));
   mp G = 0;
   for (int c = 0; c <= C; ++c) {
     G += boost::multiprecision::log(uniform(rng, 0.5, 1.0));
     ch.G.push_back(G);
     ch.k.push_back(random_vec(rng, K));
-    ch.dH.push_back(random_vec(rng, K * K));
+    ch.dH.push_back(Mat<mp>(K, K, random_vec(rng, K * K)));
   }
   return ch;
 }
 
 // H_c by the recursion of eq. (CH) with γ_c = exp(G_c − G_{c−1}), G_0 = 0 (tape or plain).
 template <class S>
-std::vector<Vec<S>> chunk_states(const Vec<S>& G, const Chunk& ch) {
-  const int K = ch.K;
-  std::vector<Vec<S>> Hs;
-  Vec<S> H(ch.H0.begin(), ch.H0.end());
+std::vector<Mat<S>> chunk_states(const Vec<S>& G, const Chunk& ch) {
+  std::vector<Mat<S>> Hs;
+  Mat<S> H = ch.H0.cast<S>();
   for (int c = 0; c <= ch.C; ++c) {
     const S gamma = exp(G[c] - (c == 0 ? S(mp(0)) : G[c - 1]));
-    for (int i = 0; i < K; ++i)
-      for (int j = 0; j < K; ++j) H[at(K, i, j)] = gamma * H[at(K, i, j)] + S(ch.k[c][i] * ch.k[c][j]);
+    H = gamma * H + outer(ch.k[c], ch.k[c]).cast<S>();  // k_c k_cᵀ: data, not taped
     Hs.push_back(H);
   }
   return Hs;
 }
 
 // Reverse mode of Σ_c ⟨E_c, H_c⟩ w.r.t. G_1..G_{C+1} (E_c = given matrices; c in `which`).
-Vec<mp> dG_reverse(const Chunk& ch, const std::vector<Vec<mp>>& E, int only_c = -1) {
+Vec<mp> dG_reverse(const Chunk& ch, const std::vector<Mat<mp>>& E, int only_c = -1) {
   Tape tape;
   TapeScope scope(tape);
   Vec<Var> G;
@@ -609,8 +579,7 @@ Vec<mp> dG_reverse(const Chunk& ch, const std::vector<Vec<mp>>& E, int only_c = 
   Var loss(mp(0));
   for (int c = 0; c <= ch.C; ++c) {
     if (only_c >= 0 && c != only_c) continue;
-    const Vec<Var> e(E[c].begin(), E[c].end());
-    loss = loss + dot(e.data(), Hs[c].data(), ch.K * ch.K);
+    loss = loss + inner(E[c].cast<Var>(), Hs[c]);
   }
   const auto adj = tape.adjoints(loss.id);
   Vec<mp> d;
@@ -618,37 +587,19 @@ Vec<mp> dG_reverse(const Chunk& ch, const std::vector<Vec<mp>>& E, int only_c = 
   return d;
 }
 
-mp ip(const Vec<mp>& A, const Vec<mp>& B) { return dot(A.data(), B.data(), static_cast<int>(A.size())); }
-Vec<mp> outer(const Vec<mp>& a) {
-  const int K = static_cast<int>(a.size());
-  Vec<mp> o(K * K);
-  for (int i = 0; i < K; ++i)
-    for (int j = 0; j < K; ++j) o[at(K, i, j)] = a[i] * a[j];
-  return o;
-}
-mp quad(const Vec<mp>& k, const Vec<mp>& B) {  // kᵀBk
-  const Vec<mp> Bk = matvec(B, k, static_cast<int>(k.size()));
-  return dot(k.data(), Bk.data(), static_cast<int>(k.size()));
-}
+mp quad(const Vec<mp>& k, const Mat<mp>& B) { return dot(k, B * k); }  // kᵀBk
 
 // eq. (28)/(29) as printed: dH_c/dG_i (1-based c, i).
-Vec<mp> dHdG(const Chunk& ch, int c, int i) {
+Mat<mp> dHdG(const Chunk& ch, int c, int i) {
   using boost::multiprecision::exp;
-  const int K = ch.K;
-  Vec<mp> J(K * K, mp(0));
   auto G = [&](int j) { return ch.G[j - 1]; };
-  if (c < i) return J;
+  if (c < i) return Mat<mp>(ch.K, ch.K);
   if (c == i) {
-    for (int e = 0; e < K * K; ++e) J[e] = exp(G(i)) * ch.H0[e];
-    for (int j = 1; j <= i - 1; ++j) {
-      const Vec<mp> o = outer(ch.k[j - 1]);
-      for (int e = 0; e < K * K; ++e) J[e] += exp(G(i) - G(j)) * o[e];
-    }
+    Mat<mp> J = exp(G(i)) * ch.H0;
+    for (int j = 1; j <= i - 1; ++j) J += exp(G(i) - G(j)) * outer(ch.k[j - 1], ch.k[j - 1]);
     return J;
   }
-  const Vec<mp> o = outer(ch.k[i - 1]);  // c > i, and eq. (29) for c = C+1
-  for (int e = 0; e < K * K; ++e) J[e] = -exp(G(c) - G(i)) * o[e];
-  return J;
+  return mp(-exp(G(c) - G(i))) * outer(ch.k[i - 1], ch.k[i - 1]);  // c > i, and eq. (29) for c = C+1
 }
 
 template <class Fn>
@@ -683,13 +634,13 @@ std::vector<Entry> gating_entries() {
             [](const Chunk& ch, std::mt19937_64&, RelErr&, RelErr& ec) {
               for (int i = 1; i <= ch.C + 1; ++i) {
                 Chunk one = ch;
-                for (auto& h : one.H0) h = 0;
+                one.H0 = Mat<mp>(ch.K, ch.K);
                 for (int c = 0; c <= ch.C; ++c)
                   for (auto& x : one.k[c]) x = 0;
                 one.k[i - 1][0] = 1;
                 const auto Hs = chunk_states(one.G, one);
                 for (int j = 1; j <= ch.C + 1; ++j)
-                  ec.add(j >= i ? exp(ch.G[j - 1] - ch.G[i - 1]) : mp(0), Hs[j - 1][0]);
+                  ec.add(j >= i ? exp(ch.G[j - 1] - ch.G[i - 1]) : mp(0), Hs[j - 1](0, 0));
               }
             },
             "max |M_{i,j} − recursion coefficient| / max coefficient");
@@ -702,13 +653,9 @@ std::vector<Entry> gating_entries() {
             [](const Chunk& ch, std::mt19937_64&, RelErr&, RelErr& ec) {
               const auto Hs = chunk_states(ch.G, ch);
               for (int c = 1; c <= ch.C + 1; ++c) {
-                Vec<mp> H(ch.H0.size());
-                for (std::size_t e = 0; e < H.size(); ++e) H[e] = exp(ch.G[c - 1]) * ch.H0[e];
-                for (int j = 1; j <= c; ++j) {
-                  const Vec<mp> o = outer(ch.k[j - 1]);
-                  for (std::size_t e = 0; e < H.size(); ++e) H[e] += exp(ch.G[c - 1] - ch.G[j - 1]) * o[e];
-                }
-                ec.add(H, Hs[c - 1]);
+                Mat<mp> H = exp(ch.G[c - 1]) * ch.H0;
+                for (int j = 1; j <= c; ++j) H += exp(ch.G[c - 1] - ch.G[j - 1]) * outer(ch.k[j - 1], ch.k[j - 1]);
+                ec.add(H.values(), Hs[c - 1].values());
               }
             },
             "max |closed form − recursion| / max |H_c|");
@@ -728,11 +675,11 @@ std::vector<Entry> gating_entries() {
                 const int c_lo = next ? ch.C + 1 : 1, c_hi = next ? ch.C + 1 : ch.C;
                 for (int c = c_lo; c <= c_hi; ++c)
                   for (int probe = 0; probe < 2; ++probe) {
-                    std::vector<Vec<mp>> E(ch.C + 1, Vec<mp>(ch.K * ch.K, mp(0)));
-                    E[c - 1] = random_vec(rng, ch.K * ch.K);
+                    std::vector<Mat<mp>> E(ch.C + 1, Mat<mp>(ch.K, ch.K));
+                    E[c - 1] = Mat<mp>(ch.K, ch.K, random_vec(rng, ch.K * ch.K));
                     const Vec<mp> rev = dG_reverse(ch, E, c - 1);
                     for (int i = 1; i <= (next ? ch.C : ch.C + 1); ++i)
-                      ec.add(ip(E[c - 1], dHdG(ch, c, i)), rev[i - 1]);
+                      ec.add(inner(E[c - 1], dHdG(ch, c, i)), rev[i - 1]);
                   }
               },
               "max |⟨E, printed Jacobian⟩ − reverse mode| / max |reverse mode|");
@@ -749,25 +696,25 @@ std::vector<Entry> gating_entries() {
                 const Vec<mp> rev = dG_reverse(ch, ch.dH);
                 const int C = ch.C;
                 auto G = [&](int j) { return ch.G[j - 1]; };
-                auto dH = [&](int c) -> const Vec<mp>& { return ch.dH[c - 1]; };
-                auto kk = [&](int j) { return outer(ch.k[j - 1]); };
+                auto dH = [&](int c) -> const Mat<mp>& { return ch.dH[c - 1]; };
+                auto kk = [&](int j) { return outer(ch.k[j - 1], ch.k[j - 1]); };
                 if (form == 33) {
-                  mp d = exp(G(C + 1)) * ip(dH(C + 1), ch.H0);
-                  for (int j = 1; j <= C; ++j) d += exp(G(C + 1) - G(j)) * ip(dH(C + 1), kk(j));
+                  mp d = exp(G(C + 1)) * inner(dH(C + 1), ch.H0);
+                  for (int j = 1; j <= C; ++j) d += exp(G(C + 1) - G(j)) * inner(dH(C + 1), kk(j));
                   ec.add(d, rev[C]);
                   return;
                 }
                 for (int i = 1; i <= C; ++i) {
                   mp d = 0;
                   if (form == 30) {
-                    for (int c = i; c <= C + 1; ++c) d += ip(dH(c), dHdG(ch, c, i));
+                    for (int c = i; c <= C + 1; ++c) d += inner(dH(c), dHdG(ch, c, i));
                   } else {
                     // eq. (31): j < i, c > i;  eq. (32): j ≤ i, c ≥ i (add and subtract ⟨dH_i, k_ik_iᵀ⟩).
                     const int j_hi = form == 31 ? i - 1 : i, c_lo = form == 31 ? i + 1 : i;
-                    d = exp(G(i)) * ip(dH(i), ch.H0);
-                    for (int j = 1; j <= j_hi; ++j) d += exp(G(i) - G(j)) * ip(dH(i), kk(j));
-                    for (int c = c_lo; c <= C; ++c) d -= exp(G(c) - G(i)) * ip(dH(c), kk(i));
-                    d -= exp(G(C + 1) - G(i)) * ip(dH(C + 1), kk(i));
+                    d = exp(G(i)) * inner(dH(i), ch.H0);
+                    for (int j = 1; j <= j_hi; ++j) d += exp(G(i) - G(j)) * inner(dH(i), kk(j));
+                    for (int c = c_lo; c <= C; ++c) d -= exp(G(c) - G(i)) * inner(dH(c), kk(i));
+                    d -= exp(G(C + 1) - G(i)) * inner(dH(C + 1), kk(i));
                   }
                   ec.add(d, rev[i - 1]);
                 }
@@ -807,31 +754,24 @@ std::vector<Entry> gating_entries() {
               const auto Hs = chunk_states(ch.G, ch);
               Vec<mp> w;
               for (int c = 1; c <= C; ++c) w.push_back(uniform(rng, -1, 1));
-              Vec<mp> Bn = random_vec(rng, K * K);  // B_{C+1}, symmetrised
+              Mat<mp> Bn(K, K, random_vec(rng, K * K));  // B_{C+1}, symmetrised
               for (int i = 0; i < K; ++i)
-                for (int j = 0; j < i; ++j) Bn[at(K, i, j)] = Bn[at(K, j, i)];
-              for (int c = 1; c <= C; ++c)
-                for (int e = 0; e < K * K; ++e) ch.dH[c - 1][e] = -w[c - 1] * Hs[c - 1][e] / 2;
-              for (int e = 0; e < K * K; ++e) ch.dH[C][e] = -Bn[e] / 2;
+                for (int j = 0; j < i; ++j) Bn(i, j) = Bn(j, i);
+              for (int c = 1; c <= C; ++c) ch.dH[c - 1] = mp(-w[c - 1]) * Hs[c - 1] / mp(2);
+              ch.dH[C] = mp(-1) * Bn / mp(2);
               const Vec<mp> rev = dG_reverse(ch, ch.dH);
               // B_i = γ_{i+1}B_{i+1} + w_iH_i (eq. (9)), from B_{C+1}.
-              std::vector<Vec<mp>> B(C + 2);
+              std::vector<Mat<mp>> B(C + 2);
               B[C + 1] = Bn;
-              for (int i = C; i >= 1; --i) {
-                const mp g = exp(G(i + 1) - G(i));
-                B[i].resize(K * K);
-                for (int e = 0; e < K * K; ++e) B[i][e] = g * B[i + 1][e] + w[i - 1] * Hs[i - 1][e];
-              }
-              Vec<mp> Bt(K * K);
-              for (int e = 0; e < K * K; ++e) Bt[e] = exp(G(C + 1) - G(C)) * Bn[e];
+              for (int i = C; i >= 1; --i) B[i] = exp(G(i + 1) - G(i)) * B[i + 1] + w[i - 1] * Hs[i - 1];
+              const Mat<mp> Bt = exp(G(C + 1) - G(C)) * Bn;
               for (int i = 1; i <= C; ++i) {
-                Vec<mp> wH = Hs[i - 1];
-                for (auto& x : wH) x *= w[i - 1];
-                const mp printed = ip(wH, Hs[i - 1]) / 2 - quad(ch.k[i - 1], B[i]) / 2;
+                const Mat<mp> wH = w[i - 1] * Hs[i - 1];
+                const mp printed = inner(wH, Hs[i - 1]) / 2 - quad(ch.k[i - 1], B[i]) / 2;
                 ep.add(printed, rev[i - 1]);
                 ec.add(-printed, rev[i - 1]);
               }
-              mp printed = exp(G(C)) * ip(Bt, ch.H0) / 2;
+              mp printed = exp(G(C)) * inner(Bt, ch.H0) / 2;
               for (int j = 1; j <= C; ++j) printed += exp(G(C) - G(j)) * quad(ch.k[j - 1], Bt) / 2;
               ep.add(printed, rev[C]);
               ec.add(-printed, rev[C]);
@@ -846,16 +786,15 @@ std::vector<Entry> gating_entries() {
 // Gram matrix, λ = a‖H‖_F, L = ‖H‖_F + λ, μ = λ (eq. (4)).
 struct System {
   int n;
-  Vec<mp> A;
+  Mat<mp> A;
   mp L, mu;
 };
 System random_system(std::mt19937_64& rng, int n) {
   System s;
   s.n = n;
-  const Vec<mp> H = random_gram(rng, n, 1 + static_cast<int>(rng() % (2 * n)));
-  const mp a = uniform(rng, 0.02, 0.2), f = frobenius(H);
-  s.A = H;
-  for (int i = 0; i < n; ++i) s.A[at(n, i, i)] += a * f;
+  const Mat<mp> H(n, n, random_gram(rng, n, 1 + static_cast<int>(rng() % (2 * n))));
+  const mp a = uniform(rng, 0.02, 0.2), f = H.norm();
+  s.A = plus_identity(H, mp(a * f));
   s.L = f + a * f;
   s.mu = a * f;
   return s;
@@ -877,10 +816,10 @@ std::vector<Entry> table1_entries() {
           TapeScope scope(tape);
           Vec<Var> qv;
           for (const mp& x : q) qv.push_back(Var::input(x));
-          const Vec<Var> x = ge_solve(Vec<Var>(s.A.begin(), s.A.end()), qv, s.n);
+          const Vec<Var> x = solve_unpivoted(s.A.cast<Var>(), qv);
           const Vec<Var> d(dx.begin(), dx.end());
           const auto adj = tape.adjoints(dot(d.data(), x.data(), s.n).id);
-          const Vec<mp> dq = ge_solve(s.A, dx, s.n);
+          const Vec<mp> dq = solve_unpivoted(s.A, dx);
           for (int j = 0; j < s.n; ++j) e.add(dq[j], adjoint(adj, qv[j]));
         }
         return holds_if(e.value(), exact_tolerance(opt.bits), kVsReverse, "seed " + std::to_string(opt.seed),
@@ -907,14 +846,11 @@ std::vector<Entry> table1_entries() {
           for (int pt = 0; pt < points(opt) * 2; ++pt) {
             const System s = random_system(rng, 4 + static_cast<int>(rng() % 5));
             const Vec<mp> dx = random_vec(rng, s.n);
-            const Vec<mp> dq = ge_solve(s.A, dx, s.n);
+            const Vec<mp> dq = solve_unpivoted(s.A, dx);
             auto apply = [&](const mp* x, mp* y) {
-              for (int i = 0; i < s.n; ++i) y[i] = dot(s.A.data() + static_cast<std::size_t>(i) * s.n, x, s.n);
+              for (int i = 0; i < s.n; ++i) y[i] = dot(s.A.row_data(i), x, s.n);
             };
-            auto anorm = [&](const Vec<mp>& e) {
-              const Vec<mp> Ae = matvec(s.A, e, s.n);
-              return boost::multiprecision::sqrt(dot(e.data(), Ae.data(), s.n));
-            };
+            auto anorm = [&](const Vec<mp>& e) { return boost::multiprecision::sqrt(dot(e, s.A * e)); };
             const mp sk = boost::multiprecision::sqrt(s.L / s.mu), Ra = (sk - 1) / (sk + 1);
             const mp sigma0 = (s.L + s.mu) / (s.L - s.mu);
             for (int r = 1; r <= 2 * s.n; ++r, ++count) {
@@ -937,8 +873,7 @@ std::vector<Entry> table1_entries() {
                   t0 = t1;
                   t1 = t2;
                 }
-                ratio = boost::multiprecision::sqrt(dot(e.data(), e.data(), s.n)) * t1 /
-                        boost::multiprecision::sqrt(dot(dq.data(), dq.data(), s.n));
+                ratio = boost::multiprecision::sqrt(dot(e, e)) * t1 / boost::multiprecision::sqrt(dot(dq, dq));
               }
               const double viol = to_d(ratio - 1);
               if (viol > worst) worst = viol, wit = "point " + std::to_string(pt) + ", n " + std::to_string(s.n) + ", r " + std::to_string(r);

@@ -75,23 +75,21 @@ Evidence exact_one_step(const RunOptions& opt, const std::string& id, const std:
 
 // ------------------------------------------------------------------ eq. (8)
 
-Mat2<mp> identity2() { return {mp(1), mp(0), mp(0), mp(1)}; }
-mp max_abs(const Mat2<mp>& m) { return std::max(std::max(mp(abs(m.a)), mp(abs(m.b))), std::max(mp(abs(m.c)), mp(abs(m.d)))); }
-
 // exp(A) by scaling and squaring of the Taylor series, to ~2^-(bits+16).
-Mat2<mp> expm(Mat2<mp> A, unsigned bits) {
+Mat<mp> expm(Mat<mp> A, unsigned bits) {
+  using dense::max_abs;
   int squarings = 0;
-  while (max_abs(A) > mp(0.25)) {
-    A = {A.a / 2, A.b / 2, A.c / 2, A.d / 2};
+  while (max_abs(A.values()) > mp(0.25)) {
+    for (mp& e : A.values()) e = e / 2;
     ++squarings;
   }
   const mp eps = pow(mp(2), -static_cast<int>(bits) - 16);
-  Mat2<mp> sum = identity2(), term = identity2();
+  Mat<mp> sum = Mat<mp>::identity(2), term = Mat<mp>::identity(2);
   for (int j = 1; j < 4096; ++j) {
     term = term * A;
-    term = {term.a / j, term.b / j, term.c / j, term.d / j};
-    sum = {sum.a + term.a, sum.b + term.b, sum.c + term.c, sum.d + term.d};
-    if (max_abs(term) <= eps * max_abs(sum)) break;
+    for (mp& e : term.values()) e = e / j;
+    sum += term;
+    if (max_abs(term.values()) <= eps * max_abs(sum.values())) break;
   }
   for (int s = 0; s < squarings; ++s) sum = sum * sum;
   return sum;
@@ -116,8 +114,8 @@ Evidence eq8(const RunOptions& opt) {
       // Independent: the OU SDE dz = −a z dt + p dW discretised exactly by Van
       // Loan's block exponential exp(Δt [[a, p²], [0, −a]]) = [[·, G], [0, Φ]]:
       // transition Φ = e^{−aΔt}, noise Q_d = Φ·G = ∫_0^Δt e^{−2a s} p² ds.
-      const Mat2<mp> E = expm({a * dt, p * p * dt, mp(0), -a * dt}, opt.bits);
-      const mp a_ref = E.d, p_ref = E.d * E.b;
+      const Mat<mp> E = expm(Mat<mp>(2, 2, {a * dt, p * p * dt, mp(0), -a * dt}), opt.bits);
+      const mp a_ref = E(1, 1), p_ref = E(1, 1) * E(0, 1);
       const double d = std::max(to_d(rel_err(a_bar, a_ref)), to_d(rel_err(p_bar, p_ref)));
       w.see(d, "case " + std::to_string(c) + " (0 generic, 1 p=0, 2 a_bar=1e-24, 3 a*dt~1e-8): a=" +
                    fmt(to_d(a)) + " dt=" + fmt(to_d(dt)) + " p=" + fmt(to_d(p)) + " a_bar=" + fmt(to_d(a_bar)));
@@ -174,9 +172,11 @@ Evidence eq17(const RunOptions& opt) {
                         "predict matrix's action vs 1/(a^2 Sigma + p)",
                         [](const Step& s) {
                           const TokenT<Q>& t = s.tok;
-                          const Mat2<Q> update{Q(1), t.phi(), Q(0), Q(1)}, predict{Q(1), Q(0), t.p, Q(t.a * t.a)};
-                          const Mat2<Q> M = printed_M(t), UP = update * predict;
-                          double d = std::max({rel(M.a, UP.a), rel(M.b, UP.b), rel(M.c, UP.c), rel(M.d, UP.d)});
+                          const Mat<Q> update(2, 2, {Q(1), t.phi(), Q(0), Q(1)});
+                          const Mat<Q> predict(2, 2, {Q(1), Q(0), t.p, Q(t.a * t.a)});
+                          const Mat<Q> M = printed_M(t), UP = update * predict;
+                          double d = std::max({rel(M(0, 0), UP(0, 0)), rel(M(0, 1), UP(0, 1)), rel(M(1, 0), UP(1, 0)),
+                                               rel(M(1, 1), UP(1, 1))});
                           const Q var_prior = t.a * t.a / s.lam_prev + t.p;
                           return std::max(d, rel(mobius(predict, s.lam_prev), Q(1 / var_prior)));
                         });

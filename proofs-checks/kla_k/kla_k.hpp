@@ -4,8 +4,9 @@
 // and two computations of its filtering posterior that share nothing with the
 // paper's information-form formulas: the textbook covariance-form Kalman filter
 // (gain K_t, variance Σ_t) and the batch posterior of the joint Gaussian of
-// (z_0 … z_T, v_1 … v_T) by a dense Cholesky solve. The entries implement the
-// printed formulas themselves (filter.cpp, scans.cpp) and compare.
+// (z_0 … z_T, v_1 … v_T) by a dense Cholesky solve (support/dense.hpp). The
+// entries implement the printed formulas themselves (filter.cpp, scans.cpp) and
+// compare.
 // Heavy (MPFR): included only by this folder's entry translation units.
 #pragma once
 
@@ -14,8 +15,12 @@
 #include <vector>
 
 #include "proofs-checks/support.hpp"
+#include "proofs-checks/support/dense.hpp"
 
 namespace ttr::proofs::klak {
+
+using dense::Mat;
+using dense::rel_err;  // |x − y|/|y| (|x − y| when y = 0)
 
 std::vector<Entry> filter_entries();  // eq. (8), Thm 1, eqs. (16)-(18), Thm 2, eq. (19), Cor. 2.2, eqs. (20)-(21)
 std::vector<Entry> scan_entries();    // Cor. 1.1, Cor. 2.1, eqs. (22)-(23), Table 3, Thm 3, App. E.4
@@ -77,12 +82,6 @@ Posterior covariance_filter(const Prior& prior, const std::vector<Token>& tokens
 
 // Batch: E[z_t | v_1..v_t] and Var[z_t | v_1..v_t] from the joint Gaussian (dense Cholesky).
 Posterior joint_gaussian_posterior(const Prior& prior, const std::vector<Token>& tokens);
-
-// Solves the SPD system A x = b (n×n row-major) by Cholesky.
-std::vector<mp> spd_solve(std::vector<mp> A, std::vector<mp> b, int n);
-
-// |x − y| / |y| (|x − y| when y = 0).
-mp rel_err(const mp& x, const mp& y);
 
 // The largest value seen and the witness that showed it.
 struct Worst {

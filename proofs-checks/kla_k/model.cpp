@@ -5,7 +5,6 @@
 // against computations that do not contain them.
 #include <cmath>
 #include <cstdio>
-#include <stdexcept>
 
 #include "proofs-checks/kla_k/kla_k.hpp"
 
@@ -81,37 +80,12 @@ Posterior covariance_filter(const Prior& prior, const std::vector<Token>& tokens
   return out;
 }
 
-std::vector<mp> spd_solve(std::vector<mp> A, std::vector<mp> b, int n) {
-  // A = L Lᵀ in place (lower triangle), then two triangular solves.
-  for (int j = 0; j < n; ++j) {
-    mp d = A[j * n + j];
-    for (int k = 0; k < j; ++k) d -= A[j * n + k] * A[j * n + k];
-    if (!(d > 0)) throw std::runtime_error("spd_solve: matrix not positive definite");
-    const mp l = sqrt(d);
-    A[j * n + j] = l;
-    for (int i = j + 1; i < n; ++i) {
-      mp s = A[i * n + j];
-      for (int k = 0; k < j; ++k) s -= A[i * n + k] * A[j * n + k];
-      A[i * n + j] = s / l;
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    for (int k = 0; k < i; ++k) b[i] -= A[i * n + k] * b[k];
-    b[i] /= A[i * n + i];
-  }
-  for (int i = n - 1; i >= 0; --i) {
-    for (int k = i + 1; k < n; ++k) b[i] -= A[k * n + i] * b[k];
-    b[i] /= A[i * n + i];
-  }
-  return b;
-}
-
 Posterior joint_gaussian_posterior(const Prior& prior, const std::vector<Token>& tokens) {
   const int T = static_cast<int>(tokens.size());
   // Prior moments of z_0 … z_T from the model alone: m_t = ā_t m_{t-1},
   // C_tt = ā_t² C_{t-1,t-1} + p̄_t, C_st = (ā_{s+1} ⋯ ā_t) C_ss for s ≤ t.
-  std::vector<mp> m(T + 1), C((T + 1) * (T + 1));
-  const auto cov = [&](int s, int t) -> mp& { return C[s * (T + 1) + t]; };
+  std::vector<mp> m(T + 1);
+  Mat<mp> cov(T + 1, T + 1);
   m[0] = prior.mu;
   cov(0, 0) = 1 / prior.lambda;
   for (int t = 1; t <= T; ++t) {
@@ -126,15 +100,16 @@ Posterior joint_gaussian_posterior(const Prior& prior, const std::vector<Token>&
   out.var.push_back(cov(0, 0));
   for (int t = 1; t <= T; ++t) {
     // Observations v_1 … v_t (index i ↔ token i + 1): Cov(v_i, v_j) = k_i k_j C_ij + δ_ij/Λv_i.
-    std::vector<mp> S(t * t), resid(t), c(t);
+    Mat<mp> S(t, t);
+    std::vector<mp> resid(t), c(t);
     for (int i = 0; i < t; ++i) {
       const Token& ti = tokens[i];
-      for (int j = 0; j < t; ++j) S[i * t + j] = ti.k * tokens[j].k * cov(i + 1, j + 1);
-      S[i * t + i] += 1 / ti.lv;
+      for (int j = 0; j < t; ++j) S(i, j) = ti.k * tokens[j].k * cov(i + 1, j + 1);
+      S(i, i) += 1 / ti.lv;
       resid[i] = ti.v - ti.k * m[i + 1];
       c[i] = ti.k * cov(i + 1, t);  // Cov(z_t, v_i)
     }
-    const std::vector<mp> x = spd_solve(S, resid, t), y = spd_solve(S, c, t);
+    const std::vector<mp> x = dense::cholesky_solve(S, resid), y = dense::cholesky_solve(S, c);
     mp mean = m[t], var = cov(t, t);
     for (int i = 0; i < t; ++i) {
       mean += c[i] * x[i];
@@ -144,11 +119,6 @@ Posterior joint_gaussian_posterior(const Prior& prior, const std::vector<Token>&
     out.var.push_back(var);
   }
   return out;
-}
-
-mp rel_err(const mp& x, const mp& y) {
-  const mp d = abs(x - y);
-  return y == 0 ? d : mp(d / abs(y));
 }
 
 std::string fmt(double x) {

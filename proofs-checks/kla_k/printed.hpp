@@ -7,27 +7,18 @@
 
 namespace ttr::proofs::klak {
 
-// A 2×2 matrix [[α, β], [γ, δ]] acting as the Möbius map x ↦ (αx + β)/(γx + δ).
+// A 2×2 matrix [[α, β], [γ, δ]] acting as the Möbius map x ↦ (αx + β)/(γx + δ);
+// composing maps multiplies their matrices (support/dense.hpp's product).
 template <class S>
-struct Mat2 {
-  S a, b, c, d;
-};
-
-template <class S>
-Mat2<S> operator*(const Mat2<S>& x, const Mat2<S>& y) {
-  return {S(x.a * y.a + x.b * y.c), S(x.a * y.b + x.b * y.d), S(x.c * y.a + x.d * y.c), S(x.c * y.b + x.d * y.d)};
-}
-
-template <class S>
-S mobius(const Mat2<S>& m, const S& x) {
-  return S((m.a * x + m.b) / (m.c * x + m.d));
+S mobius(const Mat<S>& m, const S& x) {
+  return S((m(0, 0) * x + m(0, 1)) / (m(1, 0) * x + m(1, 1)));
 }
 
 // KLA-K eq. (17): M_t = [[1 + p̄_t φ_t, ā_t² φ_t], [p̄_t, ā_t²]].
 template <class S>
-Mat2<S> printed_M(const TokenT<S>& t) {
+Mat<S> printed_M(const TokenT<S>& t) {
   const S phi = t.phi(), a2 = t.a * t.a;
-  return {S(1 + t.p * phi), S(a2 * phi), t.p, a2};
+  return Mat<S>(2, 2, {S(1 + t.p * phi), S(a2 * phi), t.p, a2});
 }
 
 // KLA-K eq. (16): λ_t = (α_t λ_{t-1} + β_t)/(γ_t λ_{t-1} + δ_t) with eq. (17)'s entries.

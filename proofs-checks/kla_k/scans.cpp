@@ -31,8 +31,6 @@ std::string where(Regime r, int rep, int t) {
 
 // ------------------------------------------------------------------ Cor. 1.1
 
-Mat2<mp> identity2() { return {mp(1), mp(0), mp(0), mp(1)}; }
-
 Evidence cor11_order(const RunOptions& opt) {
   const std::string id = "kla_k.cor1_1.prefix_product_order";
   MpPrecision prec(opt.bits);
@@ -44,9 +42,9 @@ Evidence cor11_order(const RunOptions& opt) {
       const std::vector<Token> tokens = draw_tokens(rng, r, T, true);
       const mp lam0 = draw_prior(rng).lambda;
       mp lam = lam0;
-      Mat2<mp> left_to_right = identity2(), later_on_left = identity2();
+      Mat<mp> left_to_right = Mat<mp>::identity(2), later_on_left = Mat<mp>::identity(2);
       for (int t = 1; t <= T; ++t) {
-        const Mat2<mp> M = printed_M(tokens[t - 1]);
+        const Mat<mp> M = printed_M(tokens[t - 1]);
         lam = printed_eq16(tokens[t - 1], lam);       // the recurrence λ_t = M_t(λ_{t-1})
         left_to_right = left_to_right * M;            // ∏_{s=1}^t M_s = M_1 M_2 ⋯ M_t, as printed
         later_on_left = M * later_on_left;            // M_t ⋯ M_1
@@ -80,11 +78,11 @@ Evidence cor11_scan(const RunOptions& opt) {
       lam0[s] = draw_prior(rng).lambda;
       mp l = lam0[s];
       for (int t = 0; t < T; ++t) {
-        const Mat2<mp> M = printed_M(tokens[t]);
-        Ms[t].a[s] = M.a;
-        Ms[t].b[s] = M.b;
-        Ms[t].c[s] = M.c;
-        Ms[t].d[s] = M.d;
+        const Mat<mp> M = printed_M(tokens[t]);
+        Ms[t].a[s] = M(0, 0);
+        Ms[t].b[s] = M(0, 1);
+        Ms[t].c[s] = M(1, 0);
+        Ms[t].d[s] = M(1, 1);
         l = printed_eq16(tokens[t], l);
         lam[s].push_back(l);
       }
@@ -357,14 +355,15 @@ Evidence table3(const RunOptions& opt) {
     // (diag(Λ^prior) + Λv k kᵀ) s = Λ^prior ⊙ ā ⊙ S_{t-1} + Λv v k.
     // Corrected objective Σ_n [Λ^prior_n (s_n − ā_n S_{t-1,n})² + Λv (k_n s_n − v)²]:
     // the same with the Hessian diag(Λ^prior + Λv k²).
-    std::vector<mp> Hp(N * N, mp(0)), Hc(N * N, mp(0)), rhs(N);
+    Mat<mp> Hp(N, N), Hc(N, N);
+    std::vector<mp> rhs(N);
     for (int i = 0; i < N; ++i) {
       rhs[i] = lam_prior[i] * a[i] * S_prev[i] + mp(lv) * v * k[i];
-      for (int j = 0; j < N; ++j) Hp[i * N + j] = mp(lv) * k[i] * k[j];
-      Hp[i * N + i] += lam_prior[i];
-      Hc[i * N + i] = lam_prior[i] + mp(lv) * k[i] * k[i];
+      for (int j = 0; j < N; ++j) Hp(i, j) = mp(lv) * k[i] * k[j];
+      Hp(i, i) += lam_prior[i];
+      Hc(i, i) = lam_prior[i] + mp(lv) * k[i] * k[i];
     }
-    const std::vector<mp> sp = spd_solve(Hp, rhs, N), sc = spd_solve(Hc, rhs, N);
+    const std::vector<mp> sp = dense::cholesky_solve(Hp, rhs), sc = dense::cholesky_solve(Hc, rhs);
     mp num_p = 0, num_c = 0, den = 0;
     for (int n = 0; n < N; ++n) {
       num_p = std::max(num_p, mp(abs(update[n] - sp[n])));
@@ -499,7 +498,8 @@ Evidence appE4(const RunOptions& opt) {
     for (int d = 0; d < D; ++d) {
       // A^{(d)} = Σ_n diag(q_{:,n} ⊙ λ_{:,n,d}^{-1}) W^{(n,d)}, W_ij = (∏_{s=j+1}^i f_s) k_j Λv_j (i ≥ j),
       // init term Σ_n (q_n/λ_n) b_i η_0, b_i = ∏_{s=1}^i f_s (b is not defined in the text).
-      std::vector<mp> A(T * T, mp(0)), init(T, mp(0));
+      Mat<mp> A(T, T);
+      std::vector<mp> init(T, mp(0));
       for (int n = 0; n < N; ++n) {
         const Posterior post = covariance_filter(L.prior(n, d), L.tokens(n, d));  // λ_t = 1/Σ_t
         const std::vector<Token> toks = L.tokens(n, d);
@@ -510,7 +510,7 @@ Evidence appE4(const RunOptions& opt) {
           for (int j = 1; j <= i; ++j) {
             mp Wij = toks[j - 1].k * toks[j - 1].lv;
             for (int s = j + 1; s <= i; ++s) Wij *= gate[s];
-            A[(i - 1) * T + (j - 1)] += row * Wij;
+            A(i - 1, j - 1) += row * Wij;
           }
           mp b = 1;
           for (int s = 1; s <= i; ++s) b *= gate[s];
@@ -520,7 +520,7 @@ Evidence appE4(const RunOptions& opt) {
       std::vector<mp> y(T);
       for (int i = 0; i < T; ++i) {
         y[i] = init[i];
-        for (int j = 0; j < T; ++j) y[i] += A[i * T + j] * L.at(L.v, j, d);  // o = A v (+ init-state)
+        for (int j = 0; j < T; ++j) y[i] += A(i, j) * L.at(L.v, j, d);  // o = A v (+ init-state)
       }
       for (const auto& [form, out] : {std::pair<const char*, const KlaOutputs<mp>*>{"sequential", &f.sequential},
                                       {"scan", &f.scan},

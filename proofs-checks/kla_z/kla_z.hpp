@@ -13,7 +13,8 @@
 
 #include <vector>
 
-#include "proofs-checks/kla_z/dense.hpp"
+#include "proofs-checks/support.hpp"
+#include "proofs-checks/support/dense.hpp"
 
 namespace ttr::proofs {
 

@@ -29,31 +29,25 @@ struct Token {
 // Keys with norms spread over 1e-2 .. 1e2 (log-uniform), so ‖k‖² spans 8 decades.
 Token random_token(std::mt19937_64& rng, bool kaczmarz_exact) {
   Token t;
-  t.S_prev = random_mat<mp>(rng, kK, kV);
+  t.S_prev = random_matrix<mp>(rng, kK, kV);
   t.alpha = uniform<mp>(rng, 0.25, 1.0);
   t.key_scale = std::pow(10.0, std::uniform_real_distribution<double>(-2, 2)(rng));
-  t.k = random_vec<mp>(rng, kK);
+  t.k = random_vector<mp>(rng, kK);
   for (auto& e : t.k) e *= mp(t.key_scale);
-  t.v = random_vec<mp>(rng, kV);
+  t.v = random_vector<mp>(rng, kV);
   t.eta = kaczmarz_exact ? mp(1) : uniform<mp>(rng, 0.05, 1.0);
   t.eps = kaczmarz_exact ? mp(0) : uniform<mp>(rng, 0.0, 0.1);
   return t;
 }
 
-Mat<mp> decayed(const Token& t) { return scaled(t.S_prev, t.alpha); }
+Mat<mp> decayed(const Token& t) { return t.alpha * t.S_prev; }
 
 // e = v − S̄ᵀ k
-Vec residual(const Mat<mp>& Sbar, const Vec& k, const Vec& v) {
-  Vec e = v;
-  const Vec pred = matvec(tr(Sbar), k);
-  for (std::size_t j = 0; j < e.size(); ++j) e[j] -= pred[j];
-  return e;
-}
+Vec residual(const Mat<mp>& Sbar, const Vec& k, const Vec& v) { return v - Sbar.transpose() * k; }
 
 // Per-token data-fit loss L(S) = ½ ‖Sᵀk − v‖² (KLA-Z §2, reconstructed).
 mp loss(const Mat<mp>& S, const Vec& k, const Vec& v) {
-  const Vec e = residual(S, k, v);
-  return dotv(e, e) / 2;
+  return squared_norm(residual(S, k, v)) / 2;
 }
 
 // The code under test: one token of kaczmarz_delta_rule_sequential (log-decay
@@ -64,18 +58,16 @@ Mat<mp> reference_step(const Token& t) {
   Tensor<mp> g({1, 1, 1}, mp(log(t.alpha))), eta({1, 1, 1}, t.eta), h0({1, 1, kK, kV}, mp(0)), o, ht;
   for (int i = 0; i < kK; ++i) k.data[i] = t.k[i];
   for (int j = 0; j < kV; ++j) v.data[j] = t.v[j];
-  h0.data = t.S_prev.a;
+  h0.data = t.S_prev.values();
   kaczmarz_delta_rule_sequential<mp>(q, k, v, g, eta, t.eps, &h0, mp(1), o, ht);
-  Mat<mp> S(kK, kV);
-  S.a = ht.data;
-  return S;
+  return Mat<mp>(kK, kV, ht.data);
 }
 
 // KLA-Z eq. (3) as printed: S̄ + β̃ k eᵀ with β̃ = η/(‖k‖² + ε); eq. (2) is η = 1, ε = 0.
 Mat<mp> printed_update(const Token& t) {
   const Mat<mp> Sbar = decayed(t);
-  const mp beta = t.eta / (dotv(t.k, t.k) + t.eps);
-  return add(Sbar, outer(t.k, residual(Sbar, t.k, t.v)), beta);
+  const mp beta = t.eta / (dot(t.k, t.k) + t.eps);
+  return Sbar + beta * outer(t.k, residual(Sbar, t.k, t.v));
 }
 
 std::string witness_of(std::uint64_t seed, int point, const Token& t) {
@@ -120,7 +112,7 @@ Evidence check_eq2(const RunOptions& opt, const std::string& id) {
     Mat<mp> S_kkt(kK, kV);
     for (int i = 0; i < kK; ++i)
       for (int j = 0; j < kV; ++j) S_kkt(i, j) = sol(i, j);
-    const double d = std::max(rel_diff(printed_update(t), S_kkt), rel_diff(reference_step(t), S_kkt));
+    const double d = std::max(rel_diff_inf(printed_update(t), S_kkt), rel_diff_inf(reference_step(t), S_kkt));
     worst.see(d, witness_of(opt.seed, p, t));
   }
   return holds_if(worst.value, exact_tolerance(opt.bits),
@@ -153,8 +145,7 @@ Evidence check_eq3(const RunOptions& opt, const std::string& id) {
     const mp eps = uniform<mp>(rng, 0.0, 0.1);
     for (auto& e : h0.data) e = uniform<mp>(rng, -1, 1);
     kaczmarz_delta_rule_sequential<mp>(q, k, v, g, eta, eps, &h0, mp(1), o, ht);
-    Mat<mp> S(kK, kV);
-    S.a = h0.data;
+    Mat<mp> S(kK, kV, h0.data);
     double d = 0;
     for (int s = 0; s < T; ++s) {
       Token tk;
@@ -166,11 +157,11 @@ Evidence check_eq3(const RunOptions& opt, const std::string& id) {
       tk.v.assign(v.data.begin() + s * kV, v.data.begin() + (s + 1) * kV);
       S = printed_update(tk);
       const Vec qs(q.data.begin() + s * kK, q.data.begin() + (s + 1) * kK);
-      const Vec o_printed = matvec(tr(S), qs);
+      const Vec o_printed = S.transpose() * qs;
       const Vec o_ref(o.data.begin() + s * kV, o.data.begin() + (s + 1) * kV);
-      d = std::max(d, rel_diff(o_ref, o_printed));
+      d = std::max(d, rel_diff_inf(o_ref, o_printed));
     }
-    d = std::max(d, rel_diff(ht.data, S.a));
+    d = std::max(d, rel_diff_inf(ht.data, S.values()));
     worst.see(d, "seed " + std::to_string(opt.seed) + ", sequence " + std::to_string(p) + ", T=" +
                      std::to_string(T) + ", d_k=6, d_v=4, |k_t| in [1e-2,1e2]");
   }
@@ -186,11 +177,11 @@ Evidence check_eq6(const RunOptions& opt, const std::string& id) {
   Worst worst;
   for (int p = 0; p < points(opt); ++p) {
     const Token t = random_token(rng, false);
-    const mp beta = t.eta / (dotv(t.k, t.k) + t.eps);
+    const mp beta = t.eta / (dot(t.k, t.k) + t.eps);
     // α (I − β̃ k kᵀ) S_{t−1} + β̃ k vᵀ
-    const Mat<mp> F = add(eye<mp>(kK), outer(t.k, t.k), mp(-beta));
-    const Mat<mp> S6 = add(scaled(mul(F, t.S_prev), t.alpha), outer(t.k, t.v), beta);
-    worst.see(std::max(rel_diff(S6, printed_update(t)), rel_diff(S6, reference_step(t))),
+    const Mat<mp> F = Mat<mp>::identity(kK) - beta * outer(t.k, t.k);
+    const Mat<mp> S6 = t.alpha * (F * t.S_prev) + beta * outer(t.k, t.v);
+    worst.see(std::max(rel_diff_inf(S6, printed_update(t)), rel_diff_inf(S6, reference_step(t))),
               witness_of(opt.seed, p, t));
   }
   return holds_if(worst.value, exact_tolerance(opt.bits),
@@ -205,18 +196,17 @@ Evidence check_eq6(const RunOptions& opt, const std::string& id) {
 Evidence check_thm1_i(const RunOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
-  using std::sqrt;
   auto rng = entry_rng(opt, id);
   Worst worst;
   for (int p = 0; p < points(opt); ++p) {
     const Token t = random_token(rng, true);
     const Mat<mp> S = reference_step(t), Sbar = decayed(t);
-    const Mat<mp> D = add(Sbar, S, mp(-1));  // S̄ − S
-    const mp scale = sqrt(frob2(D)) + sqrt(frob2(S));
+    const Mat<mp> D = Sbar - S;
+    const mp scale = D.norm() + S.norm();
     // feasibility
-    double d = rel_diff(matvec(tr(S), t.k), t.v);
+    double d = rel_diff_inf(S.transpose() * t.k, t.v);
     // orthogonality to every tangent basis direction
-    const mp knorm = sqrt(dotv(t.k, t.k));
+    const mp knorm = norm(t.k);
     for (int i = 0; i < kK; ++i)
       for (int j = i + 1; j < kK; ++j)
         for (int l = 0; l < kV; ++l) {
@@ -233,8 +223,8 @@ Evidence check_thm1_i(const RunOptions& opt, const std::string& id) {
       Sp(i, l) += c * t.k[j];
       Sp(j, l) -= c * t.k[i];
     }
-    const mp lhs = frob2(add(Sp, Sbar, mp(-1)));
-    const mp rhs = frob2(D) + frob2(add(Sp, S, mp(-1)));
+    const mp lhs = (Sp - Sbar).squared_norm();
+    const mp rhs = D.squared_norm() + (Sp - S).squared_norm();
     d = std::max(d, to_d(abs(lhs - rhs) / (lhs + rhs)));
     worst.see(d, witness_of(opt.seed, p, t));
   }
@@ -255,10 +245,10 @@ Evidence check_eq4(const RunOptions& opt, const std::string& id) {
     const Token t = random_token(rng, true);
     const Mat<mp> Sbar = decayed(t);
     const Vec e = residual(Sbar, t.k, t.v);
-    const mp kk = dotv(t.k, t.k);
+    const mp kk = dot(t.k, t.k);
     const mp c = uniform<mp>(rng, -3, 3) / kk;
-    const mp direct = loss(add(Sbar, outer(t.k, e), c), t.k, t.v);
-    const mp printed = (1 - c * kk) * (1 - c * kk) * dotv(e, e) / 2;
+    const mp direct = loss(Sbar + c * outer(t.k, e), t.k, t.v);
+    const mp printed = (1 - c * kk) * (1 - c * kk) * squared_norm(e) / 2;
     worst.see(to_d(abs(direct - printed) / (abs(direct) + abs(printed))), witness_of(opt.seed, p, t));
   }
   return holds_if(worst.value, exact_tolerance(opt.bits), "max rel. diff. of L along the path vs printed eq. (4)",
@@ -277,14 +267,14 @@ Evidence check_thm1_ii(const RunOptions& opt, const std::string& id) {
     const Token t = random_token(rng, true);
     const Mat<mp> Sbar = decayed(t);
     const Vec e = residual(Sbar, t.k, t.v);
-    const mp h = 1 / dotv(t.k, t.k);  // sample spacing on the scale of the minimiser
-    const auto L = [&](const mp& c) { return loss(add(Sbar, outer(t.k, e), c), t.k, t.v); };
+    const mp h = 1 / dot(t.k, t.k);  // sample spacing on the scale of the minimiser
+    const auto L = [&](const mp& c) { return loss(Sbar + c * outer(t.k, e), t.k, t.v); };
     const mp l0 = L(mp(0)), l1 = L(h), l2 = L(2 * h);
     // parabola through (0,l0),(h,l1),(2h,l2): vertex at h (3l0 − 4l1 + l2) / (2 (l0 − 2l1 + l2))
     const mp c_star = h * (3 * l0 - 4 * l1 + l2) / (2 * (l0 - 2 * l1 + l2));
-    const mp printed = 1 / dotv(t.k, t.k);
+    const mp printed = 1 / dot(t.k, t.k);
     double d = to_d(abs(c_star - printed) / printed);
-    d = std::max(d, rel_diff(reference_step(t), add(Sbar, outer(t.k, e), c_star)));
+    d = std::max(d, rel_diff_inf(reference_step(t), Sbar + c_star * outer(t.k, e)));
     worst.see(d, witness_of(opt.seed, p, t));
   }
   return holds_if(worst.value, exact_tolerance(opt.bits),
@@ -312,8 +302,8 @@ Evidence check_thm1_iii(const RunOptions& opt, const std::string& id) {
         Sm(i, j) -= h;
         grad(i, j) = (loss(Sp, t.k, t.v) - loss(Sm, t.k, t.v)) / (2 * h);
       }
-    const Mat<mp> sgd = add(Sbar, grad, mp(-1 / dotv(t.k, t.k)));
-    worst.see(rel_diff(reference_step(t), sgd), witness_of(opt.seed, p, t));
+    const Mat<mp> sgd = Sbar - (1 / dot(t.k, t.k)) * grad;
+    worst.see(rel_diff_inf(reference_step(t), sgd), witness_of(opt.seed, p, t));
   }
   // Rounding of the differences: |L| ≤ ~1e8 for |k| ≤ 1e2, divided by h = 1/8 and
   // by ‖k‖² ≥ 1e-4: well inside the 48 bits exact_tolerance leaves.
@@ -333,14 +323,14 @@ Evidence check_prop1(const RunOptions& opt, const std::string& id) {
     Token t = random_token(rng, false);
     if (p % 4 == 0) t.eta = 1;  // pure stabiliser: λ = ε
     if (p % 4 == 1) t.eps = 0;  // pure relaxation: λ = (1 − η)‖k‖²/η
-    const mp kk = dotv(t.k, t.k);
+    const mp kk = dot(t.k, t.k);
     const mp lambda = (t.eps + (1 - t.eta) * kk) / t.eta;
     if (!(lambda > 0)) continue;
     const Mat<mp> Sbar = decayed(t);
-    const Mat<mp> lhs = add(outer(t.k, t.k), eye<mp>(kK), lambda);
-    const Mat<mp> rhs = add(outer(t.k, t.v), Sbar, lambda);
+    const Mat<mp> lhs = outer(t.k, t.k) + lambda * Mat<mp>::identity(kK);
+    const Mat<mp> rhs = outer(t.k, t.v) + lambda * Sbar;
     const Mat<mp> S_prox = solve(lhs, rhs);
-    worst.see(std::max(rel_diff(reference_step(t), S_prox), rel_diff(printed_update(t), S_prox)),
+    worst.see(std::max(rel_diff_inf(reference_step(t), S_prox), rel_diff_inf(printed_update(t), S_prox)),
               witness_of(opt.seed, p, t));
   }
   return holds_if(worst.value, exact_tolerance(opt.bits),
@@ -358,11 +348,9 @@ Evidence check_eq5(const RunOptions& opt, const std::string& id) {
     t.eta = uniform<mp>(rng, -1.0, 3.0);  // an identity: no range needed
     const Vec e = residual(decayed(t), t.k, t.v);
     const Vec e_plus = residual(reference_step(t), t.k, t.v);
-    const mp kk = dotv(t.k, t.k);
+    const mp kk = dot(t.k, t.k);
     const mp factor = 1 - t.eta * kk / (kk + t.eps);
-    Vec gap = e_plus;
-    for (std::size_t j = 0; j < gap.size(); ++j) gap[j] -= factor * e[j];
-    worst.see(to_d(max_abs(gap) / max_abs(e)), witness_of(opt.seed, p, t));
+    worst.see(to_d(max_abs(e_plus - factor * e) / max_abs(e)), witness_of(opt.seed, p, t));
   }
   return holds_if(worst.value, exact_tolerance(opt.bits),
                   "max |e+ − printed factor·e| / max|e|, e+ from the reference update", worst.witness,
@@ -383,7 +371,7 @@ Evidence check_prop2(const RunOptions& opt, const std::string& id) {
     ++evals;
     const Vec e = residual(decayed(t), t.k, t.v);
     const Vec ep = residual(reference_step(t), t.k, t.v);
-    return to_d(sqrt(dotv(ep, ep) / dotv(e, e))) - 1;  // loss ratio is its square
+    return to_d(sqrt(squared_norm(ep) / squared_norm(e))) - 1;  // loss ratio is its square
   };
   Worst worst;
   for (int s = 0; s < starts; ++s) {

@@ -23,8 +23,6 @@ using Vec = std::vector<mp>;
 
 std::string seed_str(const RunOptions& opt) { return "seed " + std::to_string(opt.seed); }
 
-Vec row(const Mat<mp>& m, int r) { return Vec(m.a.begin() + r * m.c, m.a.begin() + (r + 1) * m.c); }
-
 struct Worst {
   double value = -1;
   std::string witness;
@@ -45,9 +43,9 @@ struct Stream {
 Stream random_stream(std::mt19937_64& rng, int T) {
   Stream s;
   s.T = T;
-  s.K = random_mat<mp>(rng, T, kDk);
-  s.V = random_mat<mp>(rng, T, kDv);
-  s.Q = random_mat<mp>(rng, T, kDk);
+  s.K = random_matrix<mp>(rng, T, kDk);
+  s.V = random_matrix<mp>(rng, T, kDv);
+  s.Q = random_matrix<mp>(rng, T, kDk);
   s.lambda = uniform<mp>(rng, 0.1, 2.0);
   return s;
 }
@@ -56,19 +54,15 @@ Stream random_stream(std::mt19937_64& rng, int T) {
 // k̃ = P^norm k, S_t = S_{t−1} + (v − S_{t−1}k) k̃ᵀ, P by Sherman–Morrison (App. C.4).
 // Returns the states S_1..S_T.
 std::vector<Mat<mp>> pdn_printed(const Stream& s, const Mat<mp>& S0) {
-  Mat<mp> P = scaled(eye<mp>(kDk), mp(1 / s.lambda)), S = S0;
+  Mat<mp> P = (1 / s.lambda) * Mat<mp>::identity(kDk), S = S0;
   std::vector<Mat<mp>> out;
   for (int t = 0; t < s.T; ++t) {
-    const Vec k = row(s.K, t), v = row(s.V, t);
-    const Vec Pk = matvec(P, k);
-    const mp denom = 1 + dotv(k, Pk);
-    Vec kt = Pk;
-    for (auto& e : kt) e /= denom;
-    Vec r = v;
-    const Vec Sk = matvec(S, k);
-    for (int j = 0; j < kDv; ++j) r[j] -= Sk[j];
-    S = add(S, outer(r, kt));
-    P = add(P, outer(Pk, Pk), mp(-1 / denom));
+    const Vec k = s.K.row(t), v = s.V.row(t);
+    const Vec Pk = P * k;
+    const mp denom = 1 + dot(k, Pk);
+    const Vec kt = Pk / denom;
+    S = S + outer(v - S * k, kt);
+    P = P - (1 / denom) * outer(Pk, Pk);
     out.push_back(S);
   }
   return out;
@@ -76,30 +70,27 @@ std::vector<Mat<mp>> pdn_printed(const Stream& s, const Mat<mp>& S0) {
 
 // The ridge solution from its definition: C_t P_t with P_t a dense inverse of G_t.
 Mat<mp> ridge(const Stream& s, int t, Mat<mp>* G_out = nullptr) {
-  Mat<mp> G = scaled(eye<mp>(kDk), s.lambda), C(kDv, kDk);
+  Mat<mp> G = s.lambda * Mat<mp>::identity(kDk), C(kDv, kDk);
   for (int i = 0; i <= t; ++i) {
-    G = add(G, outer(row(s.K, i), row(s.K, i)));
-    C = add(C, outer(row(s.V, i), row(s.K, i)));
+    G += outer(s.K.row(i), s.K.row(i));
+    C += outer(s.V.row(i), s.K.row(i));
   }
   if (G_out) *G_out = G;
-  return tr(solve(G, tr(C)));  // C G⁻¹ (G symmetric)
+  return solve(G, C.transpose()).transpose();  // C G⁻¹ (G symmetric)
 }
 
 // Reference pdn_exact_sequential (K×V) on the stream: final state (transposed to
 // d_v×d_k) and outputs o_t.
 void reference_pdn(const Stream& s, const Mat<mp>* S0, Mat<mp>& S_final, Mat<mp>& O) {
   Tensor<mp> q({1, s.T, 1, kDk}, mp(0)), k({1, s.T, 1, kDk}, mp(0)), v({1, s.T, 1, kDv}, mp(0)), o, ht;
-  q.data = s.Q.a;
-  k.data = s.K.a;
-  v.data = s.V.a;
+  q.data = s.Q.values();
+  k.data = s.K.values();
+  v.data = s.V.values();
   Tensor<mp> h0({1, 1, kDk, kDv}, mp(0));
-  if (S0) h0.data = tr(*S0).a;
+  if (S0) h0.data = S0->transpose().values();
   pdn_exact_sequential<mp>(q, k, v, S0 ? &h0 : nullptr, s.lambda, mp(1), o, ht);
-  Mat<mp> SK(kDk, kDv);
-  SK.a = ht.data;
-  S_final = tr(SK);
-  O = Mat<mp>(s.T, kDv);
-  O.a = o.data;
+  S_final = Mat<mp>(kDk, kDv, ht.data).transpose();
+  O = Mat<mp>(s.T, kDv, o.data);
 }
 
 int reps(const RunOptions& opt) { return opt.full ? 100 : 6; }
@@ -118,16 +109,14 @@ Evidence check_thm31(const RunOptions& opt, const std::string& id) {
     for (int t = 0; t < T; ++t) {
       Mat<mp> G;
       const Mat<mp> star = ridge(s, t, &G);
-      d = std::max(d, rel_diff(states[t], star));
+      d = std::max(d, rel_diff_inf(states[t], star));
       // o^PLA = C_t (P_t q_t) (ATQ) vs the reference's o^PDN
       Mat<mp> C(kDv, kDk);
-      for (int i = 0; i <= t; ++i) C = add(C, outer(row(s.V, i), row(s.K, i)));
-      Mat<mp> qcol(kDk, 1);
-      for (int i = 0; i < kDk; ++i) qcol(i, 0) = s.Q(t, i);
-      const Vec o_pla = matvec(C, solve(G, qcol).a);
-      d = std::max(d, rel_diff(row(O_ref, t), o_pla));
+      for (int i = 0; i <= t; ++i) C += outer(s.V.row(i), s.K.row(i));
+      const Vec o_pla = C * solve(G, s.Q.row(t));
+      d = std::max(d, rel_diff_inf(O_ref.row(t), o_pla));
     }
-    d = std::max(d, rel_diff(S_ref, states[T - 1]));
+    d = std::max(d, rel_diff_inf(S_ref, states[T - 1]));
     worst.see(d, seed_str(opt) + ", stream " + std::to_string(p) + ", T=" + std::to_string(T) + ", lambda=" +
                      sci(to_d(s.lambda)));
   }
@@ -146,16 +135,16 @@ Evidence check_thm31_h0(const RunOptions& opt, const std::string& id) {
   double printed_gap = 0;
   for (int p = 0; p < reps(opt); ++p) {
     const Stream s = random_stream(rng, T);
-    const Mat<mp> S0 = random_mat<mp>(rng, kDv, kDk);
+    const Mat<mp> S0 = random_matrix<mp>(rng, kDv, kDk);
     Mat<mp> S_ref, O_ref;
     reference_pdn(s, &S0, S_ref, O_ref);
     Mat<mp> G;
     const Mat<mp> star = ridge(s, T - 1, &G);
     // (C + λS_0) G⁻¹ = C G⁻¹ + λ S_0 G⁻¹
-    const Mat<mp> centred = add(star, tr(solve(G, tr(S0))), s.lambda);
-    worst.see(std::max(rel_diff(S_ref, centred), rel_diff(pdn_printed(s, S0).back(), centred)),
+    const Mat<mp> centred = star + s.lambda * solve(G, S0.transpose()).transpose();
+    worst.see(std::max(rel_diff_inf(S_ref, centred), rel_diff_inf(pdn_printed(s, S0).back(), centred)),
               seed_str(opt) + ", stream " + std::to_string(p));
-    printed_gap = std::max(printed_gap, rel_diff(S_ref, star));
+    printed_gap = std::max(printed_gap, rel_diff_inf(S_ref, star));
   }
   Evidence e = holds_if(worst.value, exact_tolerance(opt.bits),
                         "max rel. diff. of reference/printed recursion from S_0 != 0 vs (C_t + lambda S_0) G_t^-1",
@@ -175,26 +164,25 @@ Evidence check_thmC1(const RunOptions& opt, const std::string& id) {
   Worst worst;
   for (int p = 0; p < reps(opt); ++p) {
     const Stream s = random_stream(rng, T);
-    Mat<mp> G = scaled(eye<mp>(kDk), s.lambda);
-    Mat<mp> P_sm = scaled(eye<mp>(kDk), mp(1 / s.lambda));
+    Mat<mp> G = s.lambda * Mat<mp>::identity(kDk);
+    Mat<mp> P_sm = (1 / s.lambda) * Mat<mp>::identity(kDk);
     double d = 0;
     for (int t = 0; t < T; ++t) {
-      const Vec k = row(s.K, t);
-      const Vec Pk = matvec(P_sm, k);
-      const mp denom = 1 + dotv(k, Pk);
-      Vec kt_form1 = Pk;
-      for (auto& e : kt_form1) e /= denom;
-      P_sm = add(P_sm, outer(Pk, Pk), mp(-1 / denom));  // App. C.4
-      G = add(G, outer(k, k));
+      const Vec k = s.K.row(t);
+      const Vec Pk = P_sm * k;
+      const mp denom = 1 + dot(k, Pk);
+      const Vec kt_form1 = Pk / denom;
+      P_sm = P_sm - (1 / denom) * outer(Pk, Pk);  // App. C.4
+      G += outer(k, k);
       const Mat<mp> P_dense = inverse(G);
-      d = std::max(d, rel_diff(P_sm, P_dense));
-      d = std::max(d, rel_diff(kt_form1, matvec(P_dense, k)));  // form (2): P_{t+1} k_{t+1}
+      d = std::max(d, rel_diff_inf(P_sm, P_dense));
+      d = std::max(d, rel_diff_inf(kt_form1, P_dense * k));  // form (2): P_{t+1} k_{t+1}
     }
     // S^PDN (reference, per step through outputs with q = e_i) = S^PLA: covered by
     // Thm 3.1's entry; here the final state once more via the reference.
     Mat<mp> S_ref, O_ref;
     reference_pdn(s, nullptr, S_ref, O_ref);
-    d = std::max(d, rel_diff(S_ref, ridge(s, T - 1)));
+    d = std::max(d, rel_diff_inf(S_ref, ridge(s, T - 1)));
     worst.see(d, seed_str(opt) + ", stream " + std::to_string(p));
   }
   return holds_if(worst.value, exact_tolerance(opt.bits),
@@ -391,8 +379,8 @@ Evidence check_eq8(const RunOptions& opt, const std::string& id) {
   const int T = opt.full ? 37 : 11, C = 4, d = 5, n = opt.full ? 20 : 3;
   Worst worst;
   for (int p = 0; p < n; ++p) {
-    const Mat<mp> K = random_mat<mp>(rng, T, d), Qm = random_mat<mp>(rng, T, d);
-    const Vec ridge_diag = random_vec<mp>(rng, d, 0.1, 2.0);
+    const Mat<mp> K = random_matrix<mp>(rng, T, d), Qm = random_matrix<mp>(rng, T, d);
+    const Vec ridge_diag = random_vector<mp>(rng, d, 0.1, 2.0);
     // sequential
     Mat<mp> Kt_seq(T, d), Qt_seq(T, d);
     Vec A(d, mp(0));
@@ -416,7 +404,7 @@ Evidence check_eq8(const RunOptions& opt, const std::string& id) {
           Mincl(r, s) = 1;               // M: causal, diagonal included
         }
       }
-      const Mat<mp> pre = mul(Mstrict, K2), incl = mul(Mincl, K2);
+      const Mat<mp> pre = Mstrict * K2, incl = Mincl * K2;
       for (int r = 0; r < c; ++r) {
         Vec Apre(d);
         for (int i = 0; i < d; ++i) Apre[i] = A_bound[i] + pre(r, i) + ridge_diag[i];
@@ -428,7 +416,7 @@ Evidence check_eq8(const RunOptions& opt, const std::string& id) {
       for (int i = 0; i < d; ++i)  // A_iC = A_(i−1)C + 1ᵀ K^(2)
         for (int r = 0; r < c; ++r) A_bound[i] += K2(r, i);
     }
-    double dd = std::max(rel_diff(Kt8, Kt_seq), rel_diff(Qt8, Qt_seq));
+    double dd = std::max(rel_diff_inf(Kt8, Kt_seq), rel_diff_inf(Qt8, Qt_seq));
     for (int i = 0; i < d; ++i) dd = std::max(dd, to_d(abs(A_bound[i] - A[i]) / A[i]));
     worst.see(dd, seed_str(opt) + ", sequence " + std::to_string(p) + ", T=" + std::to_string(T) + ", C=4, d_k=5");
   }
@@ -479,8 +467,7 @@ void pgdn_printed(const PgdnInputs& in, int d, int dv, Mat<mp>& O, Mat<mp>& S, V
   using std::abs;
   using std::exp;
   using std::log;
-  S = Mat<mp>(d, dv);
-  S.a = in.h0.data;
+  S = Mat<mp>(d, dv, in.h0.data);
   Vec A = in.A0.data;
   O = Mat<mp>(in.T, dv);
   for (int t = 0; t < in.T; ++t) {
@@ -493,12 +480,12 @@ void pgdn_printed(const PgdnInputs& in, int d, int dv, Mat<mp>& O, Mat<mp>& S, V
       kt[i] = exp(-in.log_x * s) * k[i];  // B_t ⊙ k_t
     }
     if (kt_out) kt_out->insert(kt_out->end(), kt.begin(), kt.end());
-    const Mat<mp> Sbar = scaled(S, exp(in.g.data[t]));
-    const Vec pred = matvec(tr(Sbar), k);
+    const Mat<mp> Sbar = exp(in.g.data[t]) * S;
+    const Vec pred = Sbar.transpose() * k;
     Vec r(dv);
     for (int j = 0; j < dv; ++j) r[j] = in.beta.data[t] * (in.v.data[t * dv + j] - pred[j]);
-    S = add(Sbar, outer(kt, r));
-    const Vec o = matvec(tr(S), Vec(in.q.data.begin() + t * d, in.q.data.begin() + (t + 1) * d));
+    S = Sbar + outer(kt, r);
+    const Vec o = S.transpose() * Vec(in.q.data.begin() + t * d, in.q.data.begin() + (t + 1) * d);
     for (int j = 0; j < dv; ++j) O(t, j) = o[j];
   }
 }
@@ -518,8 +505,9 @@ Evidence check_eq9(const RunOptions& opt, const std::string& id) {
                                 mp(1),         in.g_atk,    in.beta_atk, in.center, &in.A0, in.log_x, mp(0)};
     precond_delta_sequential<mp>(args, {o1, h1, A1});
     precond_delta_chunk<ExactPolicy<mp>>(args, 4, {o2, h2, A2});
-    const double dd = std::max({rel_diff(o1.data, O.a), rel_diff(h1.data, S.a), rel_diff(o2.data, O.a),
-                                rel_diff(h2.data, S.a), rel_diff(A2.data, A1.data)});
+    const double dd = std::max({rel_diff_inf(o1.data, O.values()), rel_diff_inf(h1.data, S.values()),
+                                rel_diff_inf(o2.data, O.values()), rel_diff_inf(h2.data, S.values()),
+                                rel_diff_inf(A2.data, A1.data)});
     worst.see(dd, seed_str(opt) + ", sequence " + std::to_string(p) + ", T=" + std::to_string(T) + ", chunk 4");
   }
   return holds_if(worst.value, exact_tolerance(opt.bits),
@@ -571,20 +559,19 @@ Evidence check_eq6(const RunOptions& opt, const std::string& id) {
     for (auto& e : beta.data) e = uniform<mp>(rng, 0, 1);
     delta_chunk_forward<ExactPolicy<mp>>(Decay::none, q, k, w, v, beta, nullptr, &h0, mp(1), 4, o, ht);
     // eq. (4)-(5) with a write key: S_t = S_{t−1} − β_t (S_{t−1}k_t − v_t) k̃_tᵀ (V×K), own loop in K×V.
-    Mat<mp> S(d, dv);
-    S.a = h0.data;
+    Mat<mp> S(d, dv, h0.data);
     Mat<mp> O(T, dv);
     for (int t = 0; t < T; ++t) {
       const Vec kt(k.data.begin() + t * d, k.data.begin() + (t + 1) * d);
       const Vec wt(w.data.begin() + t * d, w.data.begin() + (t + 1) * d);
-      const Vec pred = matvec(tr(S), kt);
+      const Vec pred = S.transpose() * kt;
       Vec r(dv);
       for (int j = 0; j < dv; ++j) r[j] = beta.data[t] * (v.data[t * dv + j] - pred[j]);
-      S = add(S, outer(wt, r));
-      const Vec ot = matvec(tr(S), Vec(q.data.begin() + t * d, q.data.begin() + (t + 1) * d));
+      S = S + outer(wt, r);
+      const Vec ot = S.transpose() * Vec(q.data.begin() + t * d, q.data.begin() + (t + 1) * d);
       for (int j = 0; j < dv; ++j) O(t, j) = ot[j];
     }
-    worst.see(std::max(rel_diff(o.data, O.a), rel_diff(ht.data, S.a)),
+    worst.see(std::max(rel_diff_inf(o.data, O.values()), rel_diff_inf(ht.data, S.values())),
               seed_str(opt) + ", sequence " + std::to_string(p));
   }
   return holds_if(worst.value, exact_tolerance(opt.bits),
@@ -593,7 +580,7 @@ Evidence check_eq6(const RunOptions& opt, const std::string& id) {
 }
 
 // ------------------------------------------------------------ Lemma E.1
-// det(λI − α(I − β k k̃ᵀ)) = (λ − α)^{d−1} (λ − α(1 − β k̃ᵀk)) at d+1 random λ:
+// determinant(λI − α(I − β k k̃ᵀ)) = (λ − α)^{d−1} (λ − α(1 − β k̃ᵀk)) at d+1 random λ:
 // two monic degree-d polynomials agreeing at d+1 points are equal, so the
 // eigenvalues and algebraic multiplicities are as printed.
 Evidence check_lemmaE1(const RunOptions& opt, const std::string& id) {
@@ -606,19 +593,18 @@ Evidence check_lemmaE1(const RunOptions& opt, const std::string& id) {
   for (int p = 0; p < n; ++p) {
     const int d = 2 + p % 7;
     const mp alpha = uniform<mp>(rng, -2, 2), beta = uniform<mp>(rng, -3, 3);
-    Vec k = random_vec<mp>(rng, d), kt = random_vec<mp>(rng, d);
+    Vec k = random_vector<mp>(rng, d), kt = random_vector<mp>(rng, d);
     if (p % 3 == 0) {  // the GDN special case: k̃ = k, ‖k‖ = 1
-      using std::sqrt;
-      const mp nk = sqrt(dotv(k, k));
+      const mp nk = norm(k);
       for (auto& e : k) e /= nk;
       kt = k;
     }
-    const Mat<mp> Tm = scaled(add(eye<mp>(d), outer(k, kt), mp(-beta)), alpha);
-    const mp lam_star = alpha * (1 - beta * dotv(kt, k));
+    const Mat<mp> Tm = alpha * (Mat<mp>::identity(d) - beta * outer(k, kt));
+    const mp lam_star = alpha * (1 - beta * dot(kt, k));
     double dd = 0;
     for (int j = 0; j <= d; ++j) {
       const mp lam = uniform<mp>(rng, -3, 3);
-      const mp lhs = det(add(scaled(eye<mp>(d), lam), Tm, mp(-1)));
+      const mp lhs = determinant(lam * Mat<mp>::identity(d) - Tm);
       const mp rhs = pow(lam - alpha, d - 1) * (lam - lam_star);
       dd = std::max(dd, to_d(abs(lhs - rhs) / (abs(lhs) + abs(rhs))));
     }
@@ -636,14 +622,13 @@ Evidence check_lemmaE1(const RunOptions& opt, const std::string& id) {
 // factor ≤ (√d κ)^{1/N} (κ: eigenvector condition number), i.e. ≤ ~1e-13 here.
 double gelfand_radius(Mat<mp> T) {
   using std::log;
-  using std::sqrt;
   mp log_scale = 0;  // keep entries O(1): T^N = e^{log_scale} · T_current
   for (int i = 0; i < 48; ++i) {
-    T = mul(T, T);
+    T = T * T;
     log_scale *= 2;
-    const mp f = sqrt(frob2(T));
+    const mp f = T.norm();
     if (f == 0) return 0;
-    T = scaled(T, mp(1 / f));
+    T = (1 / f) * T;
     log_scale += log(f);
   }
   using std::exp;
@@ -653,15 +638,12 @@ double gelfand_radius(Mat<mp> T) {
 Mat<mp> pgdn_transition(const mp& alpha, const mp& beta, const Vec& k, const Vec& b) {
   Vec kt = k;
   for (std::size_t i = 0; i < k.size(); ++i) kt[i] *= b[i];
-  return scaled(add(eye<mp>(static_cast<int>(k.size())), outer(k, kt), mp(-beta)), alpha);
+  return alpha * (Mat<mp>::identity(static_cast<int>(k.size())) - beta * outer(k, kt));
 }
 
 Vec unit_vec(std::mt19937_64& rng, int d) {
-  using std::sqrt;
-  Vec k = random_vec<mp>(rng, d);
-  const mp n = sqrt(dotv(k, k));
-  for (auto& e : k) e /= n;
-  return k;
+  const Vec k = random_vector<mp>(rng, d);
+  return k / norm(k);
 }
 
 // rho − 1 at the stability edge α = β = 1, x = 2, B = 2I (eigenvalue −1).
@@ -727,7 +709,6 @@ Evidence check_lemmaE2(const RunOptions& opt, const std::string& id) {
 Evidence check_lemmaE3(const RunOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
-  using std::sqrt;
   auto rng = entry_rng(opt, id);
   const int d = 4, n = opt.full ? 400 : 30;
   // Corrected (α > 0, ‖k‖ = 1, βx > 1, B = xI): T k = α(1 − βx) k with α(1 − βx) < 0.
@@ -741,7 +722,7 @@ Evidence check_lemmaE3(const RunOptions& opt, const std::string& id) {
     const Vec k = unit_vec(rng, d);
     const Mat<mp> T = pgdn_transition(alpha, mp(beta), k, Vec(d, mp(x)));
     const mp lam = alpha * (1 - mp(beta) * mp(x));
-    const Vec Tk = matvec(T, k);
+    const Vec Tk = T * k;
     mp res = 0;
     for (int i = 0; i < d; ++i) res = std::max<mp>(res, abs(Tk[i] - lam * k[i]));
     const double dd = lam < 0 ? to_d(res / abs(lam)) : 1e300;
@@ -753,9 +734,9 @@ Evidence check_lemmaE3(const RunOptions& opt, const std::string& id) {
   Vec k = unit_vec(rng, d);
   for (auto& e : k) e /= 2;
   const Mat<mp> T = pgdn_transition(mp(1), mp(1), k, Vec(d, mp(1.5)));
-  // smallest eigenvalue, independently: det(T) = product of the eigenvalues, and
+  // smallest eigenvalue, independently: determinant(T) = product of the eigenvalues, and
   // T − I has rank one, so the product is the only non-unit eigenvalue.
-  const double lam_min = to_d(det(T));
+  const double lam_min = to_d(determinant(T));
   return printed_fails(lam_min, worst, exact_tolerance(opt.bits),
                        "corrected: max rel. residual of T k = alpha(1 − beta x) k with that eigenvalue < 0; printed: "
                        "the smallest eigenvalue (should be < 0) of the |k| = 1/2 counterexample",

@@ -95,28 +95,17 @@ mp design_mean(int d, int t, const std::function<mp(const std::vector<const std:
 // (1/d)‖S*(G − I)‖²_F for the given keys (E over q by (C.5.1)).
 template <class T, class Keys>
 T la_error(const Mat<T>& S, const Keys& keys, int d) {
-  Mat<T> G = scaled(eye<T>(d), T(-1));
-  for (const auto& kp : keys) {
-    const auto& k = *kp;
-    for (int i = 0; i < d; ++i)
-      for (int j = 0; j < d; ++j) G(i, j) += k[i] * k[j];
-  }
-  return frob2(mul(S, G)) / T(d);
+  Mat<T> G = T(-1) * Mat<T>::identity(d);
+  for (const auto& kp : keys) G += outer(*kp, *kp);
+  return (S * G).squared_norm() / T(d);
 }
 
 // (1/d)‖S* Π (I − β_i k_i k_iᵀ)‖²_F (DeltaNet error, E over q by (C.5.1)).
 template <class T, class Keys>
 T dn_error(const Mat<T>& S, const Keys& keys, const std::vector<T>& beta, int d) {
   Mat<T> D = S;
-  for (std::size_t t = 0; t < keys.size(); ++t) {
-    const auto& k = *keys[t];
-    for (int r = 0; r < D.r; ++r) {
-      T dk(0);
-      for (int i = 0; i < d; ++i) dk += D(r, i) * k[i];
-      for (int i = 0; i < d; ++i) D(r, i) -= beta[t] * dk * k[i];
-    }
-  }
-  return frob2(D) / T(d);
+  for (std::size_t t = 0; t < keys.size(); ++t) D -= outer(beta[t] * (D * *keys[t]), *keys[t]);  // D (I − β k kᵀ)
+  return D.squared_norm() / T(d);
 }
 
 struct ExactCase {
@@ -175,19 +164,16 @@ McResult monte_carlo(std::mt19937_64& rng, const Mat<double>& S, int d, int t, b
     r.dn.add(dn);
     r.diff.add(la - dn);
     // raw estimate: ‖S*(G − I) q‖² with a sampled query
-    Mat<double> G = scaled(eye<double>(d), -1.0);
-    for (auto& k : keys)
-      for (int i = 0; i < d; ++i)
-        for (int j = 0; j < d; ++j) G(i, j) += k[i] * k[j];
+    Mat<double> G = -1.0 * Mat<double>::identity(d);
+    for (const auto& k : keys) G += outer(k, k);
     const auto q = unit_key(rng, d);
-    const auto o = matvec(mul(S, G), q);
-    r.raw_la.add(dotv(o, o));
+    r.raw_la.add(squared_norm((S * G) * q));
     if (betas_out && s == 0) *betas_out = beta;
   }
   return r;
 }
 
-Mat<double> random_target(std::mt19937_64& rng, int d) { return random_mat<double>(rng, kDv, d); }
+Mat<double> random_target(std::mt19937_64& rng, int d) { return random_matrix<double>(rng, kDv, d); }
 
 // ------------------------------------------------------------ Thm C.5
 Evidence check_thmC5(const RunOptions& opt, const std::string& id) {
@@ -208,7 +194,7 @@ Evidence check_thmC5(const RunOptions& opt, const std::string& id) {
   std::ostringstream det;
   for (const Config& c : configs) {
     const Mat<double> S = random_target(rng, c.d);
-    const double bound = frob2(S) / c.d;  // (C.5.3): ‖S*‖²/d
+    const double bound = S.squared_norm() / c.d;  // (C.5.3): ‖S*‖²/d
     const McResult r = monte_carlo(rng, S, c.d, c.t, c.random_beta, 1.0, n);
     // H0 (claim): E_DN ≤ ‖S*‖²/d and E_LA − E_DN ≥ 0; reject when the estimate
     // exceeds it by more than z_crit standard errors.
@@ -239,9 +225,9 @@ Evidence check_c52(const RunOptions& opt, const std::string& id) {
   double exact = 0;
   std::string wit;
   for (const ExactCase& c : exact_cases(opt)) {
-    const Mat<mp> S = random_mat<mp>(rng, kDv, c.d);
+    const Mat<mp> S = random_matrix<mp>(rng, kDv, c.d);
     const mp integral = design_mean(c.d, c.t, [&](const auto& keys) { return la_error(S, keys, c.d); });
-    const mp closed = frob2(S) / mp(c.d) * la_bracket<mp>(c.d, c.t);
+    const mp closed = S.squared_norm() / mp(c.d) * la_bracket<mp>(c.d, c.t);
     const double rel = to_d(abs(integral - closed) / closed);
     if (rel >= exact) exact = rel, wit = "d=" + std::to_string(c.d) + ", t=" + std::to_string(c.t);
   }
@@ -254,7 +240,7 @@ Evidence check_c52(const RunOptions& opt, const std::string& id) {
   for (auto [d, t] : mc) {
     const Mat<double> S = random_target(rng, d);
     const McResult r = monte_carlo(rng, S, d, t, false, 1.0, n);
-    const double closed = frob2(S) / d * la_bracket<double>(d, t);
+    const double closed = S.squared_norm() / d * la_bracket<double>(d, t);
     worst_z = std::max({worst_z, std::abs(r.la.mean - closed) / r.la.se(), std::abs(r.raw_la.mean - closed) / r.raw_la.se()});
   }
   Evidence e = holds_if(exact, exact_tolerance(opt.bits),
@@ -276,11 +262,11 @@ Evidence check_dn_closed_form(const RunOptions& opt, const std::string& id) {
   double worst = 0;
   std::string wit;
   for (const ExactCase& c : exact_cases(opt)) {
-    const Mat<mp> S = random_mat<mp>(rng, kDv, c.d);
+    const Mat<mp> S = random_matrix<mp>(rng, kDv, c.d);
     std::vector<mp> beta(c.t);
     for (auto& b : beta) b = uniform<mp>(rng, -1, 3);  // any real β: an identity
     const mp integral = design_mean(c.d, c.t, [&](const auto& keys) { return dn_error(S, keys, beta, c.d); });
-    const mp closed = frob2(S) / mp(c.d) * dn_factor(c.d, beta);
+    const mp closed = S.squared_norm() / mp(c.d) * dn_factor(c.d, beta);
     const double rel = to_d(abs(integral - closed) / closed);
     if (rel >= worst) worst = rel, wit = "d=" + std::to_string(c.d) + ", t=" + std::to_string(c.t);
   }
@@ -298,10 +284,10 @@ Evidence check_thm32(const RunOptions& opt, const std::string& id) {
   double closed_ok = 0;
   const std::vector<ExactCase> cases = opt.full ? exact_cases(opt) : std::vector<ExactCase>{{2, 3}, {2, 4}, {3, 2}};
   for (const ExactCase& c : cases) {
-    const Mat<mp> S = random_mat<mp>(rng, kDv, c.d);
+    const Mat<mp> S = random_matrix<mp>(rng, kDv, c.d);
     const std::vector<mp> beta(c.t, mp(3));
     const mp dn = design_mean(c.d, c.t, [&](const auto& keys) { return dn_error(S, keys, beta, c.d); });
-    closed_ok = std::max(closed_ok, to_d(abs(dn - frob2(S) / mp(c.d) * dn_factor(c.d, beta)) / dn));
+    closed_ok = std::max(closed_ok, to_d(abs(dn - S.squared_norm() / mp(c.d) * dn_factor(c.d, beta)) / dn));
   }
   // 2. Printed form (β unrestricted, t0 = t0(d, β)): for β = 3, d = 2 the DN error is
   //    ‖S*‖²/d·2.5^t, LA's ‖S*‖²/d·(1 − t/2 + t(t−1)/4): exponential beats quadratic, so no t0.

@@ -1,114 +1,17 @@
 // gated_delta_rule (Gated DeltaNet), sequential form (reference/gated_delta_rule/
-// sequential.hpp through the oracle adapter oracles/layers/gated_delta_rule.hpp),
-// against an independent formulation at MPFR 512 bits: the transition-matrix form
-//   S_t = (I − β_t k_t k_tᵀ) Diag(γ_t) S_{t-1} + β_t k_t v_tᵀ,   γ_t = e^{g_t},
-//   o_t = S_tᵀ (scale q_t),
-// built from explicit K×K matrices and matrix products (the code under test decays
-// and updates the state in place and never forms a matrix), with its own L2
-// normalisation x/sqrt(‖x‖² + 1e-6) and its own default scale K^-1/2.
-//
-// Tolerance. The oracle runs at 256 bits (unit roundoff 2^-256 ≈ 8.6e-78), the
-// expectation at 512 bits. Each output is a sum of O(T·K) terms of moderate size
-// (keys ≲ 1, β‖k‖² ≤ 2 keeps every transition a contraction, decays ≤ 1), so both
-// are accurate to ~1e-75 relative to max|output|; 1e-70 leaves a margin of 10^5
-// while any real defect (a wrong decay, order, or index) gives errors ≳ 1e-17.
+// sequential.hpp through the oracle adapter oracles/layers/gated_delta_rule.hpp):
+// the tests it shares with its per-key twin kda (tests/family/gated_delta_twin_tests.hpp:
+// the transition-matrix form at MPFR 512 bits, registry rounding, zero step, tiny
+// decay), instantiated with one decay γ_t = e^{g_t} per head (g is [B,T,H]).
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdint>
-#include <vector>
-
-#include "oracles/config.hpp"
 #include "oracles/layers/gated_delta_rule.hpp"
-#include "oracles/registry.hpp"
-#include "tests/support/independent_forms.hpp"
-#include "tests/support/layer_checks.hpp"
-#include "tests/support/make_inputs.hpp"
-#include "tests/support/mp_compare.hpp"
+#include "tests/family/gated_delta_twin_tests.hpp"
 
 namespace {
 
 using namespace ttr::test;
-using ttr::Tensor;
-using ttr::TensorMap;
-
-// The oracle: the adapter (tensor names, config) on the reference at 256 bits.
-TensorMap<mp> oracle(const TensorMap<double>& in, const Sets& sets) {
-  return oracle256<ttr::layers::gated_delta_rule>("gated_delta_rule", in, sets);
-}
-
-// q, k, v, g, beta (β‖k‖² ≤ 2 when keys are unnormalised: |k_i| ≤ 0.8, K ≤ 4, β ≤ 0.75),
-// g in [−1, 0] with token 1 exactly 0 (γ = 1) and token 3 ≈ log 1e-30 (γ ≈ 1e-30).
-TensorMap<double> make_inputs(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, std::int64_t V,
-                              bool with_h0, std::uint64_t seed) {
-  return gated_inputs(B, T, H, K, V, seed, {.k_lo = -0.8, .k_hi = 0.8, .with_h0 = with_h0});
-}
-
-TEST(GatedDeltaRule, MpfrMatchesTransitionMatrixFormWithH0AndExplicitScale) {
-  PrecisionGuard guard;
-  const auto in = make_inputs(2, 6, 2, 3, 2, true, 101);
-  const auto got = oracle(in, {{"scale", "0.375"}});
-  const auto want = transition_form(in, {.scale = 0.375});
-  expect_close(got, want, 1e-70);
-}
-
-TEST(GatedDeltaRule, MpfrMatchesTransitionMatrixFormWithL2NormAndDefaultScale) {
-  PrecisionGuard guard;
-  // K = 3: the default scale 3^-1/2 is irrational, computed by each side on its own.
-  const auto in = make_inputs(1, 5, 3, 3, 3, false, 202);
-  const auto got = oracle(in, {{"use_qk_l2norm_in_kernel", "true"}});
-  const auto want = transition_form(in, {.l2norm = true});
-  expect_close(got, want, 1e-70);
-  // Unnormalised keys give a different function: the flag is honoured.
-  const auto plain = oracle(in, {});
-  EXPECT_GT(rel_err(plain.at("o"), want.at("o")), 1e-3);
-}
-
-TEST(GatedDeltaRule, MpfrMatchesTransitionMatrixFormK4V3WithH0AndL2Norm) {
-  PrecisionGuard guard;
-  const auto in = make_inputs(2, 6, 1, 4, 3, true, 303);
-  const auto got = oracle(in, {{"use_qk_l2norm_in_kernel", "true"}, {"scale", "1"}});
-  const auto want = transition_form(in, {.scale = 1.0, .l2norm = true});
-  expect_close(got, want, 1e-70);
-}
-
-// The registry's MPFR runner rounds the 256-bit oracle to double. The exact value
-// rounds to the same double unless it lies within ~2^-250 (relative) of a
-// rounding boundary, which generic data does not: expect bit equality with the
-// 512-bit expectation rounded to double.
-TEST(GatedDeltaRule, RegistryMpfrRunnerRoundsTheOracleCorrectly) {
-  PrecisionGuard guard;
-  const auto in = make_inputs(2, 5, 2, 3, 2, true, 404);
-  const auto& layer = ttr::find_layer("gated_delta_rule");
-  const auto r = ttr::run_layer(layer, ttr::Form::sequential, {ttr::Tier::mpfr, 256}, in,
-                                ttr::Config::make(layer.spec, {{"scale", "0.5"}}));
-  const auto want = transition_form(in, {.scale = 0.5});
-  expect_rounds_to(r.values, want);
-}
-
-// β = 0 and g = 0 (γ = 1 exactly): S̄ = 1·S = S and δ = 0 exactly, so ht == h0 bit
-// for bit in fp64 and MPFR.
-TEST(GatedDeltaRule, ZeroBetaUnitDecayLeavesStateUnchanged) {
-  auto in = make_inputs(2, 4, 2, 3, 2, true, 505);
-  for (auto& e : in["beta"].data) e = 0.0;
-  for (auto& e : in["g"].data) e = 0.0;
-  expect_state_unchanged("gated_delta_rule", in);
-}
-
-// Decay γ ≈ 1e-30 at every token: in fp64 the decayed state (|S̄| ≲ 1e-29) is far
-// below half an ulp of v_j (|v_j| ≥ 0.25) and of the write k_i δ_j (≥ 1/64 here), so
-// v − S̄ᵀk rounds to v and S̄ + k δᵀ rounds to k δᵀ: the state forgets exactly and
-// each o_t equals the output of a run on token t alone (which starts from S = 0).
-TEST(GatedDeltaRule, TinyDecayForgetsExactlyInFp64) {
-  const std::int64_t B = 1, T = 5, H = 2, K = 3, V = 2;
-  TensorMap<double> in;
-  in["q"] = uniform({B, T, H, K}, 606, -1, 1);
-  in["k"] = uniform({B, T, H, K}, 607, 0.25, 0.5);
-  in["v"] = uniform({B, T, H, V}, 608, 0.25, 1);
-  in["beta"] = uniform({B, T, H}, 609, 0.25, 0.75);
-  in["g"] = Tensor<double>({B, T, H}, std::log(1e-30));
-  in["h0"] = uniform({B, H, K, V}, 610, -1, 1);
-  expect_forgets_each_token("gated_delta_rule", in, {"q", "k", "v", "beta", "g"}, T, H, V);
-}
+using Layer = TwinLayer<ttr::layers::gated_delta_rule, "gated_delta_rule", Gate::per_head>;
+INSTANTIATE_TYPED_TEST_SUITE_P(GatedDeltaRule, GatedDeltaTwin, ::testing::Types<Layer>);
 
 }  // namespace

@@ -8,7 +8,7 @@
 //  * the exact projection property with η = 1, eps = 0 (KLA-Z Thm 1) in rationals;
 //  * the same transition form at MPFR 512 bits with real decays, against the
 //    oracle at 256 bits (tolerance 1e-70: both sides accurate to ~1e-75 relative
-//    on these well-conditioned inputs, see gated_delta_rule_test.cpp).
+//    on these well-conditioned inputs, see tests/family/gated_delta_twin_tests.hpp).
 #include <gtest/gtest.h>
 
 #include <cmath>

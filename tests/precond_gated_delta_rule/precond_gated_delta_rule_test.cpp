@@ -1,131 +1,19 @@
 // precond_gated_delta_rule (PGDN), sequential form (reference/precond_gated_delta_rule/
 // sequential.hpp and reference/family/atk.hpp, through the oracle adapter
-// oracles/layers/precond_gated_delta_rule.hpp), against an independent formulation
-// at MPFR 512 bits:
-//   preconditioner (own implementation of the ATK formula, FLA semantics as in
-//   the spec notes in docs/layers.md; A is updated before it is used at token t):
-//     A_t = e^{g_atk,t} A_{t-1} + β_atk,t k_t²,  r = log(A_t + eps) − c_h,
-//     s = r/(1 + |r|),  B_t = x^{−s}  (computed with pow, where the code uses
-//     exp(−log(x)·s)),  k̃_t = B_t ⊙ k_t;
-//   state, transition-matrix form with explicit K×K matrices:
-//     S_t = (I − β_t k̃_t k_tᵀ) γ_t S_{t-1} + β_t k̃_t v_tᵀ,  o_t = S_tᵀ(scale q_t),
-// with q, k normalised as x/sqrt(‖x‖² + 1e-6) when use_qk_l2norm_in_kernel (default
-// true for this layer). final_A_state is checked too.
-//
-// Tolerance 1e-70 relative (normwise): the oracle at 256 bits and the expectation at
-// 512 bits are each accurate to ~1e-75 on these inputs (B_t ∈ [1/x, x] with x ≤ 2
-// and β ≤ 0.5 keep every transition well conditioned; log/exp/pow are correctly
-// rounded in MPFR), leaving a 10^5 margin; a real defect gives ≳ 1e-17.
+// oracles/layers/precond_gated_delta_rule.hpp): the tests it shares with its per-key
+// twin precond_kda (tests/family/precond_delta_twin_tests.hpp: the ATK preconditioner
+// and transition-matrix form at MPFR 512 bits, the centre tensor and config key,
+// registry rounding, zero step), instantiated with one decay γ_t = e^{g_t} per head
+// (g is [B,T,H]).
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdint>
-#include <vector>
-
-#include "oracles/config.hpp"
 #include "oracles/layers/precond_gated_delta_rule.hpp"
-#include "oracles/registry.hpp"
-#include "tests/support/independent_forms.hpp"
-#include "tests/support/layer_checks.hpp"
-#include "tests/support/make_inputs.hpp"
-#include "tests/support/mp_compare.hpp"
+#include "tests/family/precond_delta_twin_tests.hpp"
 
 namespace {
 
 using namespace ttr::test;
-using ttr::Tensor;
-using ttr::TensorMap;
-using R = mp;
-
-constexpr const char* kLayer = "precond_gated_delta_rule";
-
-TensorMap<mp> oracle(const TensorMap<double>& in, const Sets& sets) {
-  return oracle256<ttr::layers::precond_gated_delta_rule>(kLayer, in, sets);
-}
-
-// The independent transition-matrix form with the write key from the own ATK
-// preconditioner (tests/support/independent_forms.hpp), at 512 bits.
-using Params = PrecondParams;
-void expect_close(const TensorMap<mp>& got, const TensorMap<mp>& want, double tol) {
-  ttr::test::expect_close(got, want, tol, {"o", "ht", "final_A_state"});
-}
-
-// β ≤ 0.5 with |k| ≤ 0.6 (K ≤ 4) keeps β‖k̃‖‖k‖ ≤ 2·0.5·1.44 < 2 even with x = 2 and
-// unnormalised keys; g, g_atk in [−1, 0] with γ = 1 at token 1 and γ ≈ 1e-30 at token 3.
-TensorMap<double> make_inputs(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, std::int64_t V,
-                              std::uint64_t seed) {
-  return gated_inputs(B, T, H, K, V, seed,
-                      {.k_lo = -0.6, .k_hi = 0.6, .beta_hi = 0.5, .per_key_gate = false, .atk = true});
-}
-
-TEST(PrecondGatedDeltaRule, MpfrMatchesIndependentFormWithDefaults) {
-  PrecisionGuard guard;
-  // l2norm on, x = 1.5, eps = 1e-6, centre −0.2 from config, A_0 = 0, h0 = 0, scale 3^-1/2.
-  const auto in = make_inputs(2, 6, 2, 3, 2, 3101);
-  expect_close(oracle(in, {}), precond_transition_form(in), 1e-70);
-}
-
-TEST(PrecondGatedDeltaRule, MpfrMatchesWithStatesCentreTensorAndExplicitConfig) {
-  PrecisionGuard guard;
-  auto in = make_inputs(2, 6, 3, 4, 3, 3102);
-  in["h0"] = uniform({2, 3, 4, 3}, 3103, -1, 1);
-  in["initial_A_state"] = uniform({2, 3, 4}, 3104, 0, 2);
-  in["log_atk_scale"] = Tensor<double>({3}, 0.0);
-  in["log_atk_scale"].data = {-1.0, 0.3, 2.5};
-  const Sets sets = {{"use_qk_l2norm_in_kernel", "false"}, {"x", "2"}, {"eps", "0.001"}, {"scale", "0.5"},
-                     {"log_atk_scale", "7"}};  // the tensor wins over the config key
-  Params p;
-  p.scale = 0.5;
-  p.l2norm = false;
-  p.x = 2;
-  p.eps = 0.001;
-  expect_close(oracle(in, sets), precond_transition_form(in, p), 1e-70);
-}
-
-// The centre from the config key equals a tensor holding that value for every head
-// (bit-identical: the same double reaches the same code), and a per-head tensor is
-// honoured (a different function).
-TEST(PrecondGatedDeltaRule, CentreTensorAndConfigKeyAgree) {
-  auto in = make_inputs(1, 5, 2, 3, 2, 3105);
-  const auto& layer = ttr::find_layer(kLayer);
-  const auto cfg = ttr::Config::make(layer.spec, {{"log_atk_scale", "0.4"}});
-  const auto by_key = ttr::run_layer(layer, ttr::Form::sequential, {ttr::Tier::fp64, 0}, in, cfg);
-  in["log_atk_scale"] = Tensor<double>({2}, 0.4);
-  const auto by_tensor = ttr::run_layer(layer, ttr::Form::sequential, {ttr::Tier::fp64, 0}, in, cfg);
-  for (const char* name : {"o", "ht", "final_A_state"})
-    EXPECT_EQ(by_key.values.at(name).data, by_tensor.values.at(name).data) << name;
-  in["log_atk_scale"].data = {0.4, -3.0};
-  const auto per_head = ttr::run_layer(layer, ttr::Form::sequential, {ttr::Tier::fp64, 0}, in, cfg);
-  EXPECT_NE(by_key.values.at("ht").data, per_head.values.at("ht").data);
-}
-
-TEST(PrecondGatedDeltaRule, RegistryMpfrRunnerRoundsTheOracleCorrectly) {
-  PrecisionGuard guard;
-  auto in = make_inputs(2, 5, 2, 3, 2, 3106);
-  in["initial_A_state"] = uniform({2, 2, 3}, 3107, 0, 1);
-  const auto& layer = ttr::find_layer(kLayer);
-  const auto r = ttr::run_layer(layer, ttr::Form::sequential, {ttr::Tier::mpfr, 256}, in,
-                                ttr::Config::make(layer.spec, {}));
-  const auto want = precond_transition_form(in);
-  expect_rounds_to(r.values, want, {"o", "ht", "final_A_state"});
-}
-
-// β = 0 and g = 0: the state is untouched bit for bit (δ = 0, γ = 1) while the
-// preconditioner state A still evolves (it does not depend on β): A_T matches the
-// independent ATK recursion.
-TEST(PrecondGatedDeltaRule, ZeroBetaUnitDecayLeavesStateButNotPreconditioner) {
-  PrecisionGuard guard;
-  auto in = make_inputs(2, 4, 2, 3, 2, 3108);
-  for (auto& e : in["beta"].data) e = 0.0;
-  for (auto& e : in["g"].data) e = 0.0;
-  in["h0"] = uniform({2, 2, 3, 2}, 3109, -1, 1);
-  expect_state_unchanged(kLayer, in);
-  const auto got = oracle(in, {});
-  const auto want = precond_transition_form(in);
-  EXPECT_LT(rel_err(got.at("final_A_state"), want.at("final_A_state")), 1e-70);
-  R amax = 0;
-  for (const R& a : want.at("final_A_state").data) amax = std::max(amax, R(abs(a)));
-  EXPECT_GT(amax, 0.01);
-}
+using Layer = TwinLayer<ttr::layers::precond_gated_delta_rule, "precond_gated_delta_rule", Gate::per_head>;
+INSTANTIATE_TYPED_TEST_SUITE_P(PrecondGatedDeltaRule, PrecondDeltaTwin, ::testing::Types<Layer>);
 
 }  // namespace
