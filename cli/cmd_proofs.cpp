@@ -19,7 +19,7 @@ Command add_proofs(CLI::App& app) {
     bool list = false, full = false, skip_slow = false;
     std::vector<std::string> only;
     std::string json;
-    proofs::RunOptions run;
+    proofs::ProofOptions run;
   };
   auto o = std::make_shared<Options>();
   cmd->add_flag("--list", o->list, "list the entries (id, paper, ref, recorded status, statement) and exit");

@@ -9,7 +9,7 @@ namespace ttr::proofs {
 
 Entry make_entry(Paper paper, std::string id, std::string ref, std::string statement, Method method,
                  std::string how, Status status, std::string correction,
-                 std::function<Evidence(const RunOptions&, const std::string&)> check) {
+                 std::function<Evidence(const ProofOptions&, const std::string&)> check) {
   Entry e;
   e.id = std::move(id);
   e.paper = paper;
@@ -19,7 +19,7 @@ Entry make_entry(Paper paper, std::string id, std::string ref, std::string state
   e.how = std::move(how);
   e.status = status;
   e.correction = std::move(correction);
-  e.check = [check = std::move(check), id = e.id](const RunOptions& opt) { return check(opt, id); };
+  e.check = [check = std::move(check), id = e.id](const ProofOptions& opt) { return check(opt, id); };
   return e;
 }
 
@@ -75,7 +75,7 @@ std::string to_string(Method m) {
   return "?";
 }
 
-Result run_entry(const Entry& e, const RunOptions& opt) {
+Result run_entry(const Entry& e, const ProofOptions& opt) {
   Result r{&e, {}, 0, {}};
   if (!e.check) {
     r.evidence.reproduced = true;

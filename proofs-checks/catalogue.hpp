@@ -32,7 +32,7 @@ enum class Status { holds, fails_as_printed, holds_with_correction, statistical_
 // (an independent differentiator, not the formula under test).
 enum class Method { exact_identity, inequality_search, statistical, finite_differences, reverse_mode, none };
 
-struct RunOptions {
+struct ProofOptions {
   std::uint64_t seed = 20261122;  // mixed with the entry id: entries are independent
   unsigned bits = 256;            // MPFR working precision of exact identities
   bool full = false;              // full effort: more random points / trials (slow label)
@@ -65,14 +65,14 @@ struct Entry {
   Status status;          // the recorded finding
   std::string correction; // the corrected statement (fails_as_printed / holds_with_correction)
   bool slow = false;      // left out of the fast run (CI) when true
-  std::function<Evidence(const RunOptions&)> check;  // empty only for not_checkable
+  std::function<Evidence(const ProofOptions&)> check;  // empty only for not_checkable
 };
 
 // An entry whose check is handed its own id (to seed entry_rng and name the
 // witness): the one way entry files build entries.
 Entry make_entry(Paper paper, std::string id, std::string ref, std::string statement, Method method,
                  std::string how, Status status, std::string correction,
-                 std::function<Evidence(const RunOptions&, const std::string&)> check);
+                 std::function<Evidence(const ProofOptions&, const std::string&)> check);
 
 // Each paper's entries (one translation unit, or a few, per paper).
 std::vector<Entry> gka_entries();
@@ -95,7 +95,7 @@ struct Result {
 };
 
 // Runs one entry; catches exceptions into Result::error.
-Result run_entry(const Entry& e, const RunOptions& opt);
+Result run_entry(const Entry& e, const ProofOptions& opt);
 
 // A regression: the recorded status was not observed again.
 inline bool regressed(const Result& r) {

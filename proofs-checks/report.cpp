@@ -74,7 +74,7 @@ nlohmann::json result_json(const Result& r) {
   return j;
 }
 
-nlohmann::json report_json(const std::vector<Result>& results, const RunOptions& opt) {
+nlohmann::json report_json(const std::vector<Result>& results, const ProofOptions& opt) {
   nlohmann::json entries = nlohmann::json::array();
   std::map<std::string, int> by_status;
   int n_regressed = 0;

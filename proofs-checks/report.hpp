@@ -17,7 +17,7 @@ namespace ttr::proofs {
 std::vector<const Entry*> select(const std::vector<std::string>& only, bool skip_slow);
 
 nlohmann::json result_json(const Result& r);
-nlohmann::json report_json(const std::vector<Result>& results, const RunOptions& opt);
+nlohmann::json report_json(const std::vector<Result>& results, const ProofOptions& opt);
 
 // One row per entry: id, ref, recorded status, verdict, evidence.
 std::string format_table(const std::vector<Result>& results);

@@ -33,7 +33,7 @@ class MpPrecision {
 
 // A stream that depends only on (seed, id): entries never share randomness,
 // and adding an entry changes no other entry's evidence.
-inline std::mt19937_64 entry_rng(const RunOptions& opt, std::string_view id) {
+inline std::mt19937_64 entry_rng(const ProofOptions& opt, std::string_view id) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
   std::seed_seq seq{static_cast<std::uint32_t>(opt.seed), static_cast<std::uint32_t>(opt.seed >> 32),

@@ -87,7 +87,7 @@ Case random_case(std::mt19937_64& rng, int p, int rmax) {
 
 // --- Alg. 1 line 5 / eq. (CH): ξ_r is the degree-(r+1) Chebyshev iterate ----------
 
-Evidence alg1_output(const RunOptions& opt, const std::string& id) {
+Evidence alg1_output(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 100 : 10;
@@ -109,7 +109,7 @@ Evidence alg1_output(const RunOptions& opt, const std::string& id) {
 
 // --- Alg. 1 line 2: ω_0 = 0 as printed vs 2 ---------------------------------------
 
-Evidence alg1_omega0(const RunOptions& opt, const std::string& id) {
+Evidence alg1_omega0(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 100 : 10;
@@ -156,7 +156,7 @@ Evidence alg1_omega0(const RunOptions& opt, const std::string& id) {
 
 // --- Alg. 1 line 1: L = μ (ρ = 0) -------------------------------------------------
 
-Evidence alg1_input(const RunOptions& opt, const std::string& id) {
+Evidence alg1_input(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 40 : 6;
@@ -182,7 +182,7 @@ Evidence alg1_input(const RunOptions& opt, const std::string& id) {
 
 // --- Alg. 1 line 2: ρ and ξ_{-1}, ξ_0 ---------------------------------------------
 
-Evidence alg1_rho(const RunOptions& opt, const std::string& id) {
+Evidence alg1_rho(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 200 : 20, grid = 64;
@@ -209,7 +209,7 @@ Evidence alg1_rho(const RunOptions& opt, const std::string& id) {
                       " (<= 0: none does); 8 random steps per point");
 }
 
-Evidence alg1_xi_init(const RunOptions& opt, const std::string& id) {
+Evidence alg1_xi_init(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 60 : 6;
@@ -244,7 +244,7 @@ Evidence alg1_xi_init(const RunOptions& opt, const std::string& id) {
 
 // --- Alg. 1 line 4: weight schedule, grad descent, momentum ------------------------
 
-Evidence alg1_weights(const RunOptions& opt, const std::string& id) {
+Evidence alg1_weights(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 200 : 20, r = 40;
@@ -289,7 +289,7 @@ StepCoeffs solve_step(int i, const mp& L, const mp& mu, const mp& lam3) {
   return s;
 }
 
-Evidence alg1_step(const RunOptions& opt, const std::string& id, bool momentum) {
+Evidence alg1_step(const ProofOptions& opt, const std::string& id, bool momentum) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 100 : 5, r = 30;
@@ -317,7 +317,7 @@ Evidence alg1_step(const RunOptions& opt, const std::string& id, bool momentum) 
 
 // --- eq. (CH): convergence against the minimax bound (adversarial) -----------------
 
-Evidence ch_minimax(const RunOptions& opt, const std::string& id) {
+Evidence ch_minimax(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int trials = opt.full ? 200 : 12, steps = opt.full ? 60 : 15, n = 5;
@@ -411,7 +411,7 @@ double lemma4_violation(const mp& kappa, int r, double* tight) {
 }
 
 template <class F>
-Evidence search_over_kappa(const RunOptions& opt, const std::string& id, F&& violation, const std::string& measure,
+Evidence search_over_kappa(const ProofOptions& opt, const std::string& id, F&& violation, const std::string& measure,
                            const std::string& extra) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -438,13 +438,13 @@ Evidence search_over_kappa(const RunOptions& opt, const std::string& id, F&& vio
                   std::to_string(evals) + " evaluations, r = 64" + extra);
 }
 
-Evidence lemma3(const RunOptions& opt, const std::string& id) {
+Evidence lemma3(const ProofOptions& opt, const std::string& id) {
   return search_over_kappa(
       opt, id, [](const mp& kappa) { return lemma3_violation((kappa - 1) / (kappa + 1), 64); },
       "max violation of 2 = w0 >= w1 >= ... >= w_r >= w1* > 1 and 4 - rho^2 w_i in [2,4] (<= 0: holds)", "");
 }
 
-Evidence lemma4(const RunOptions& opt, const std::string& id) {
+Evidence lemma4(const ProofOptions& opt, const std::string& id) {
   double tight = 0;
   Evidence e = search_over_kappa(
       opt, id, [&](const mp& kappa) { return lemma4_violation(kappa, 64, &tight); },
@@ -469,7 +469,7 @@ double excess(const Printed& p, const mp& R, const mp& Ra) {
   return std::max(0.0, to_d((abs(x - mp(p.value)) - mp(p.half_unit)) / x));
 }
 
-Evidence remark1_numbers(const RunOptions& opt, const std::string&) {
+Evidence remark1_numbers(const ProofOptions& opt, const std::string&) {
   MpPrecision prec(opt.bits);
   const mp kappa = mp(102) / 2;  // L/μ = 1.02/0.02 = 51 exactly
   const mp sk = sqrt(kappa), Ra = (sk - 1) / (sk + 1), R = (kappa - 1) / (kappa + 1) * Ra;
@@ -493,7 +493,7 @@ Evidence remark1_numbers(const RunOptions& opt, const std::string&) {
                        where, values);
 }
 
-Evidence remark1_bf16(const RunOptions& opt, const std::string&) {
+Evidence remark1_bf16(const ProofOptions& opt, const std::string&) {
   MpPrecision prec(opt.bits);
   const mp kappa = 51, rho = (kappa - 1) / (kappa + 1), r2 = rho * rho, sk = sqrt(kappa);
   const mp R = (kappa - 1) / (kappa + 1) * (sk - 1) / (sk + 1), w1s = 2 * (1 - sqrt(1 - r2)) / r2;
@@ -510,7 +510,7 @@ Evidence remark1_bf16(const RunOptions& opt, const std::string&) {
 }
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
-           std::string correction, std::function<Evidence(const RunOptions&, const std::string&)> fn) {
+           std::string correction, std::function<Evidence(const ProofOptions&, const std::string&)> fn) {
   return make_entry(Paper::GKA, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
                     std::move(correction), fn);
 }
@@ -564,10 +564,10 @@ std::vector<Entry> gka_forward_chebyshev_entries() {
            "MPFR opt.bits; 5 (full: 100) intervals kappa in [1.01,1e4], i = 1..30: the step coefficient c of "
            "p_{i+1}(l) = (1 - c l) p_i(l) + m (p_i(l) - p_{i-1}(l)) solved from the Chebyshev residual polynomials "
            "(cos/cosh) at l = mu, L, checked at a third point, vs 2 omega_i/(L+mu)",
-           Status::holds, "", [](const RunOptions& o, const std::string& id) { return alg1_step(o, id, false); }),
+           Status::holds, "", [](const ProofOptions& o, const std::string& id) { return alg1_step(o, id, false); }),
       make("gka.alg1.line4_momentum", "Alg. 1", "xi_i = xi_i + (omega_i - 1)(xi_{i-1} - xi_{i-2}) (momentum)", X,
            "as gka.alg1.line4_grad_descent, for the momentum coefficient m vs omega_i - 1", Status::holds, "",
-           [](const RunOptions& o, const std::string& id) { return alg1_step(o, id, true); }),
+           [](const ProofOptions& o, const std::string& id) { return alg1_step(o, id, true); }),
       make("gka.alg1.line5_output", "Alg. 1",
            "Output: xi_r, the Chebyshev iterate of polynomial degree r+1 (x* - xi_r = T_{r+1}(sigma(A))/T_{r+1}("
            "sigma_0) x*)",

@@ -16,7 +16,7 @@ using namespace dense;
 using namespace gkaf;
 using Mat = dense::Mat<mp>;
 
-Evidence kalman_vs_delta(const RunOptions& opt, const std::string& id, bool gated) {
+Evidence kalman_vs_delta(const ProofOptions& opt, const std::string& id, bool gated) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 40 : 4;
@@ -94,7 +94,7 @@ Evidence kalman_vs_delta(const RunOptions& opt, const std::string& id, bool gate
 Entry make(std::string id, std::string ref, std::string statement, std::string how, bool gated) {
   return make_entry(Paper::GKA, std::move(id), std::move(ref), std::move(statement), Method::exact_identity,
                     std::move(how), Status::holds, "",
-                    [gated](const RunOptions& opt, const std::string& id) { return kalman_vs_delta(opt, id, gated); });
+                    [gated](const ProofOptions& opt, const std::string& id) { return kalman_vs_delta(opt, id, gated); });
 }
 
 }  // namespace

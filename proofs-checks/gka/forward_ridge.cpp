@@ -116,7 +116,7 @@ Vec times(const Mat& X, const Vec& q, const mp& scale) { return X * (scale * q);
 
 // --- eq. (3) ----------------------------------------------------------------------
 
-Evidence eq3_fixed(const RunOptions& opt, const std::string& id) {
+Evidence eq3_fixed(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 40 : 4;
@@ -144,7 +144,7 @@ Evidence eq3_fixed(const RunOptions& opt, const std::string& id) {
                       std::to_string(points) + " sequences");
 }
 
-Evidence eq3_gated(const RunOptions& opt, const std::string& id) {
+Evidence eq3_gated(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 40 : 4;
@@ -197,7 +197,7 @@ struct KfFindings {
   Worst state, phi, literal;
 };
 
-KfFindings kf_runs(const RunOptions& opt, const std::string& id) {
+KfFindings kf_runs(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 40 : 4;
@@ -229,7 +229,7 @@ KfFindings kf_runs(const RunOptions& opt, const std::string& id) {
   return f;
 }
 
-Evidence kf_equals_ridge(const RunOptions& opt, const std::string& id) {
+Evidence kf_equals_ridge(const ProofOptions& opt, const std::string& id) {
   const KfFindings f = kf_runs(opt, id);
   return holds_if(std::max(f.state.value, f.phi.value), exact_tolerance(opt.bits),
                   "max over t of rel. |S_t(KF) - argmin (3)|_F and |Phi_t (H_t + lambda I) - I|_F",
@@ -237,7 +237,7 @@ Evidence kf_equals_ridge(const RunOptions& opt, const std::string& id) {
                   "state " + num(f.state.value) + ", Phi " + num(f.phi.value));
 }
 
-Evidence kf_literal_hessian(const RunOptions& opt, const std::string& id) {
+Evidence kf_literal_hessian(const ProofOptions& opt, const std::string& id) {
   const KfFindings f = kf_runs(opt, id);
   return printed_fails(f.literal.value, f.state.value, exact_tolerance(opt.bits),
                        "max over t of rel. |S_t(KF) - argmin (3)|_F; printed = Phi the literal Hessian inverse",
@@ -248,7 +248,7 @@ Evidence kf_literal_hessian(const RunOptions& opt, const std::string& id) {
 //   Φ̄ = Φ_{t-1}/γ_t,  S_t = (KF) step with Φ̄,  Φ_t = Woodbury(Φ̄)
 // minimises λ_t‖S‖² + Σ η_{t,i}‖S k_i − v_i‖² for λ_t = ζ_t λ_0 (the prior decays with
 // the data). Printed context: GKA's λ_t = a‖H_t‖_F, which is not of that form.
-Evidence kf_gated(const RunOptions& opt, const std::string& id) {
+Evidence kf_gated(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 40 : 4;
@@ -284,7 +284,7 @@ Evidence kf_gated(const RunOptions& opt, const std::string& id) {
 
 // --- eq. (4) ----------------------------------------------------------------------
 
-Evidence eq4_bound(const RunOptions& opt, const std::string& id) {
+Evidence eq4_bound(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int trials = opt.full ? 60 : 6, steps = opt.full ? 30 : 6;
@@ -374,7 +374,7 @@ Vec chebyshev_three_term(const Mat& A, const Vec& q, const mp& L, const mp& mu, 
   return solve(A, rhs);
 }
 
-Evidence ch_layer(const RunOptions& opt, const std::string& id) {
+Evidence ch_layer(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 40 : 4;
@@ -435,7 +435,7 @@ Vec eq5_norms(const Mat& H0, const std::vector<Vec>& k, const Vec& zeta_c, const
   return out;
 }
 
-FroFindings eq5_runs(const RunOptions& opt, const std::string& id, bool with_beta) {
+FroFindings eq5_runs(const ProofOptions& opt, const std::string& id, bool with_beta) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 60 : 6;
@@ -488,7 +488,7 @@ FroFindings eq5_runs(const RunOptions& opt, const std::string& id, bool with_bet
   return f;
 }
 
-Evidence eq5_plain(const RunOptions& opt, const std::string& id) {
+Evidence eq5_plain(const ProofOptions& opt, const std::string& id) {
   const FroFindings f = eq5_runs(opt, id, false);
   return holds_if(std::max(f.printed.value, f.reference.value), exact_tolerance(opt.bits),
                   "max rel. |eq. (5) norms - |H_c|_F of the explicit recurrence| (and of reference/gka/chunk.hpp)",
@@ -496,7 +496,7 @@ Evidence eq5_plain(const RunOptions& opt, const std::string& id) {
                   "printed formula " + num(f.printed.value) + ", gka_chunk_fro_norms " + num(f.reference.value));
 }
 
-Evidence eq5_beta(const RunOptions& opt, const std::string& id) {
+Evidence eq5_beta(const ProofOptions& opt, const std::string& id) {
   const FroFindings f = eq5_runs(opt, id, true);
   return printed_fails(f.printed.value, std::max(f.corrected.value, f.reference.value), exact_tolerance(opt.bits),
                        "max rel. error of the norms vs the explicit beta-gated recurrence", f.printed.where,
@@ -506,7 +506,7 @@ Evidence eq5_beta(const RunOptions& opt, const std::string& id) {
 
 // --- §4.2: H_{[t]+1} ξ -------------------------------------------------------------
 
-Evidence sec42(const RunOptions& opt, const std::string& id) {
+Evidence sec42(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 60 : 6;
@@ -542,7 +542,7 @@ Evidence sec42(const RunOptions& opt, const std::string& id) {
 
 // --- docs/layers.md: where H_t = 0, S_t = 0 and o_t = 0 ---------------------------
 
-Evidence layers_zero_state(const RunOptions& opt, const std::string& id) {
+Evidence layers_zero_state(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int points = opt.full ? 40 : 4;
@@ -590,7 +590,7 @@ Evidence layers_zero_state(const RunOptions& opt, const std::string& id) {
 }
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
-           std::string correction, Evidence (*fn)(const RunOptions&, const std::string&)) {
+           std::string correction, Evidence (*fn)(const ProofOptions&, const std::string&)) {
   return make_entry(Paper::GKA, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
                     std::move(correction), fn);
 }

@@ -202,11 +202,11 @@ std::vector<Vec<mp>> dk_eq24(const Seq& s, const Plain& p) {
   return dk;
 }
 
-int points(const RunOptions& opt) { return opt.full ? 24 : 4; }
+int points(const ProofOptions& opt) { return opt.full ? 24 : 4; }
 
 // Runs `fn(seq, plain, grad, RelErr& printed, RelErr& corrected)` over random sequences.
 template <class Fn>
-Evidence over_sequences(const RunOptions& opt, const std::string& id, bool with_h0, bool fails, Fn fn,
+Evidence over_sequences(const ProofOptions& opt, const std::string& id, bool with_h0, bool fails, Fn fn,
                         std::string measure) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -246,7 +246,7 @@ std::vector<Entry> lemma1_entries() {
       "reverse mode (Wengert list in MPFR, opt.bits) of H_t recursion + adaptive ridge + dense solve, loss Σ⟨dx_t,x_t⟩; "
       "both dq_t and dk_i compared; H_0 = 0 as in §4.2.2",
       Status::holds, "",
-      [](const RunOptions& opt) {
+      [](const ProofOptions& opt) {
         return over_sequences(
             opt, "gka.lemma1.dk_dq_exact", false, false,
             [](const Seq& s, const Plain& p, const Grad& g, RelErr&, RelErr& ec) {
@@ -263,7 +263,7 @@ std::vector<Entry> lemma1_entries() {
       "as printed in mp vs reverse mode of the exact forward; half the points start from a random PSD H_0 (a chunk's "
       "initial state)",
       Status::holds, "",
-      [](const RunOptions& opt) {
+      [](const ProofOptions& opt) {
         return over_sequences(
             opt, "gka.eq7.dk", true, false,
             [](const Seq& s, const Plain& p, const Grad& g, RelErr&, RelErr& ec) {
@@ -277,7 +277,7 @@ std::vector<Entry> lemma1_entries() {
       Method::reverse_mode,
       "per point one solve: reverse mode of ⟨dx, (H+a‖H‖_F I)⁻¹q⟩ w.r.t. all K² entries of H (no symmetry imposed), "
       "H a random Gram matrix",
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         auto rng = entry_rng(opt, "gka.eq23.dH");
         RelErr e;
@@ -311,7 +311,7 @@ std::vector<Entry> lemma1_entries() {
   v.push_back(gka_entry(
       "gka.eq24.dk_from_dH", "eq. (24)", "dk_i = Σ_{t≥i} (dH_t + dH_tᵀ) k_i ζ_t/ζ_i  (dH_t from eq. (23))",
       Method::reverse_mode, "eq. (23) then eq. (24) as printed vs reverse mode of the exact forward", Status::holds,
-      "", [](const RunOptions& opt) {
+      "", [](const ProofOptions& opt) {
         return over_sequences(
             opt, "gka.eq24.dk_from_dH", true, false,
             [](const Seq& s, const Plain& p, const Grad& g, RelErr&, RelErr& ec) {
@@ -326,7 +326,7 @@ std::vector<Entry> lemma1_entries() {
       "as printed (+w_tH_t) and corrected (−w_tH_t) vs reverse mode of the exact forward", Status::fails_as_printed,
       "dk_i = Σ_{t≥i} (ζ_t/ζ_i)(−dq_t(x*_t)ᵀ − x*_t dq_tᵀ − w_t H_t) k_i: the w_t term enters with a minus sign, as "
       "in eqs. (7), (23), (24) and (50)",
-      [](const RunOptions& opt) {
+      [](const ProofOptions& opt) {
         return over_sequences(
             opt, "gka.eq25.dk_sign_of_w", true, true,
             [](const Seq& s, const Plain& p, const Grad& g, RelErr& ep, RelErr& ec) {
@@ -351,7 +351,7 @@ std::vector<Entry> lemma1_entries() {
         Status::fails_as_printed,
         "the gate product is Π_{i=l+1}^{t} γ_i (= ζ_t/ζ_l = M_{l,t}) for GKA's recursion H_t = γ_tH_{t−1} + k_tk_tᵀ; "
         "the printed Π_{i=l}^{t−1} γ_i inherits eq. (42)'s unrolling, which is off by one gate index",
-        [id, grouped](const RunOptions& opt) {
+        [id, grouped](const ProofOptions& opt) {
           auto shifted_worst = std::make_shared<double>(0);
           Evidence e = over_sequences(
               opt, id, false, true,
@@ -383,7 +383,7 @@ std::vector<Entry> lemma1_entries() {
   v.push_back(gka_entry(
       "gka.eq42.unrolling", "eq. (42)", "H_t = γ_tH_{t−1} + k_tk_tᵀ unrolls as H_l = Σ_{i=0}^{l} (Π_{k=i}^{l−1} γ_k) k_ik_iᵀ",
       Method::exact_identity, "printed closed form vs the recursion run token by token (H_0 = k_0k_0ᵀ-free start: H_{−1} = 0)",
-      Status::fails_as_printed, "H_l = Σ_{i=0}^{l} (Π_{k=i+1}^{l} γ_k) k_ik_iᵀ", [](const RunOptions& opt) {
+      Status::fails_as_printed, "H_l = Σ_{i=0}^{l} (Π_{k=i+1}^{l} γ_k) k_ik_iᵀ", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         auto rng = entry_rng(opt, "gka.eq42.unrolling");
         RelErr ep, ec;
@@ -435,7 +435,7 @@ Mat<mp> B_def(const Seq& s, const Plain& p, int i, int t_hi) {  // Σ_{t=i}^{t_h
 template <class Fn>
 Entry chunk_entry(std::string id, std::string ref, std::string statement, std::string how, Fn fn) {
   return gka_entry(id, ref, statement, Method::reverse_mode, how, Status::holds, "",
-                   [id, fn](const RunOptions& opt) {
+                   [id, fn](const ProofOptions& opt) {
                      return over_sequences(opt, id, true, false, fn, kVsReverse);
                    });
 }
@@ -603,7 +603,7 @@ Mat<mp> dHdG(const Chunk& ch, int c, int i) {
 }
 
 template <class Fn>
-Evidence over_chunks(const RunOptions& opt, const std::string& id, Fn fn, const std::string& measure,
+Evidence over_chunks(const ProofOptions& opt, const std::string& id, Fn fn, const std::string& measure,
                      bool fails = false) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -628,7 +628,7 @@ std::vector<Entry> gating_entries() {
   v.push_back(gka_entry(
       "gka.eq26.mask", "eq. (26)", "M_{i,j} = exp(G_j − G_i) for j ≥ i, 0 otherwise", Method::exact_identity,
       "M_{i,j} vs the coefficient of k_ik_iᵀ in H_j produced by the recursion (run with only k_i = e_1, H_0 = 0)",
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         return over_chunks(
             opt, "gka.eq26.mask",
             [](const Chunk& ch, std::mt19937_64&, RelErr&, RelErr& ec) {
@@ -647,7 +647,7 @@ std::vector<Entry> gating_entries() {
       }));
   v.push_back(gka_entry(
       "gka.eq27.state", "eq. (27)", "H_c = exp(G_c) H_0 + Σ_{j=1}^{c} exp(G_c − G_j) k_jk_jᵀ", Method::exact_identity,
-      "closed form vs the recursion, every c of every chunk", Status::holds, "", [](const RunOptions& opt) {
+      "closed form vs the recursion, every c of every chunk", Status::holds, "", [](const ProofOptions& opt) {
         return over_chunks(
             opt, "gka.eq27.state",
             [](const Chunk& ch, std::mt19937_64&, RelErr&, RelErr& ec) {
@@ -668,7 +668,7 @@ std::vector<Entry> gating_entries() {
         next ? "dH_{C+1}/dG_i = −exp(G_{C+1} − G_i) k_ik_iᵀ, i = 1..C"
              : "dH_c/dG_i = 0 (c<i); exp(G_i)H_0 + Σ_{j<i} exp(G_i−G_j)k_jk_jᵀ (c=i); −exp(G_c−G_i)k_ik_iᵀ (c>i)",
         Method::reverse_mode, how_rev + "; ⟨E_c, dH_c/dG_i⟩ for 2 random E_c per c, all i", Status::holds, "",
-        [id, next](const RunOptions& opt) {
+        [id, next](const ProofOptions& opt) {
           return over_chunks(
               opt, id,
               [next](const Chunk& ch, std::mt19937_64& rng, RelErr&, RelErr& ec) {
@@ -689,7 +689,7 @@ std::vector<Entry> gating_entries() {
   auto dG_entry = [&](std::string id, std::string ref, std::string statement, int form) {
     v.push_back(gka_entry(
         id, ref, statement, Method::reverse_mode, how_rev + "; loss Σ_{c=1}^{C+1}⟨dH_c, H_c⟩, random dH_c",
-        Status::holds, "", [id, form](const RunOptions& opt) {
+        Status::holds, "", [id, form](const ProofOptions& opt) {
           return over_chunks(
               opt, id,
               [form](const Chunk& ch, std::mt19937_64&, RelErr&, RelErr& ec) {
@@ -744,7 +744,7 @@ std::vector<Entry> gating_entries() {
       "(34) is the gradient of the term +½w_tH_t; since dH_t carries −½w_tH_t its contribution is the negative: "
       "dG_i ∋ −½⟨w_iH_i,H_i⟩ + ½k_iᵀB_ik_i, dG_{C+1} ∋ −½e^{G_C}⟨B̃_{C+1},H_0⟩ − ½Σ_j e^{G_C−G_j}k_jᵀB̃_{C+1}k_j "
       "(i.e. (34) must be subtracted, like the 'standard term' dq_tx_tᵀ it is listed with)",
-      [](const RunOptions& opt) {
+      [](const ProofOptions& opt) {
         return over_chunks(
             opt, "gka.eq34.dG_ridge_term",
             [](const Chunk& ch0, std::mt19937_64& rng, RelErr& ep, RelErr& ec) {
@@ -805,7 +805,7 @@ std::vector<Entry> table1_entries() {
   v.push_back(gka_entry(
       "gka.table1.exact", "Table 1", "exact row: x* = (H+λI)⁻¹q ⇒ dq* = (H+λI)⁻¹dx*", Method::reverse_mode,
       "reverse mode of ⟨dx, GE-solve(A, q)⟩ w.r.t. q vs a second solve with dx; random GKA systems n 4-8",
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         auto rng = entry_rng(opt, "gka.table1.exact");
         RelErr e;
@@ -837,7 +837,7 @@ std::vector<Entry> table1_entries() {
         std::string("reference ") + (cg ? "conjugate_gradient" : "chebyshev_forward (ω_0 = 2)") +
             " run on dx̂ for r = 1..2n vs the dense solve; the bound from κ = L/μ (eq. (4)); violation = "
             "error/bound − 1 maximised over random systems",
-        Status::holds, "", [id, cg](const RunOptions& opt) {
+        Status::holds, "", [id, cg](const ProofOptions& opt) {
           MpPrecision prec(opt.bits);
           auto rng = entry_rng(opt, id);
           double worst = -1e300;

@@ -158,7 +158,7 @@ struct RelErr {
 };
 
 inline Entry gka_entry(std::string id, std::string ref, std::string statement, Method method, std::string how,
-                       Status status, std::string correction, std::function<Evidence(const RunOptions&)> check,
+                       Status status, std::string correction, std::function<Evidence(const ProofOptions&)> check,
                        bool slow = false) {
   return Entry{std::move(id),     Paper::GKA, std::move(ref),        std::move(statement), method, std::move(how),
                status,            std::move(correction), slow,         std::move(check)};

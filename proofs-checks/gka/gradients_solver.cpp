@@ -206,7 +206,7 @@ struct Case {
 
 // Runs fn(case, recorded, r) over random systems and r in `rs`.
 template <class Fn>
-void over_cases(const RunOptions& opt, const std::string& id, int n_lo, int n_hi, int systems, const std::vector<int>& rs,
+void over_cases(const ProofOptions& opt, const std::string& id, int n_lo, int n_hi, int systems, const std::vector<int>& rs,
                 bool cg, Fn fn) {
   auto rng = entry_rng(opt, id);
   const int r_max = *std::max_element(rs.begin(), rs.end());
@@ -250,13 +250,13 @@ std::vector<int> range(int lo, int hi) {
   return v;
 }
 // r values for the App. C.1 entries (every r in the full run).
-std::vector<int> alg2_rs(const RunOptions& opt) {
+std::vector<int> alg2_rs(const ProofOptions& opt) {
   return opt.full ? range(1, 30) : std::vector<int>{1, 2, 3, 4, 5, 7, 10, 15, 20, 30};
 }
-std::vector<int> few_rs(const RunOptions& opt) { return opt.full ? range(1, 30) : std::vector<int>{1, 2, 5, 30}; }
-int alg2_systems(const RunOptions& opt) { return opt.full ? 12 : 3; }
+std::vector<int> few_rs(const ProofOptions& opt) { return opt.full ? range(1, 30) : std::vector<int>{1, 2, 5, 30}; }
+int alg2_systems(const ProofOptions& opt) { return opt.full ? 12 : 3; }
 
-std::string seed_str(const RunOptions& opt) { return "seed " + std::to_string(opt.seed); }
+std::string seed_str(const ProofOptions& opt) { return "seed " + std::to_string(opt.seed); }
 
 // P = [Alg. 1 on e_1, …, e_n], so that ξ_r = P q (eq. (52)).
 Mat<mp> alg1_matrix(const System& s, int r) {
@@ -282,7 +282,7 @@ std::vector<Entry> lemma2_entries() {
       Method::reverse_mode,
       "reverse mode of Alg. 1 unrolled (all A, q entries inputs) vs reference chebyshev_forward run on dξ_r (and Alg. 1 "
       "here on dξ_r), every r = 1..30 on 3 random SPD systems n 8-10 (full: r = 1..60, 12 systems n 8-16), opt.bits",
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         const std::string id = "gka.lemma2.chebyshev_implicit_equals_autograd";
         RelErr worst;
@@ -320,7 +320,7 @@ std::vector<Entry> lemma2_entries() {
       "reverse mode of CG unrolled (written here) vs reference conjugate_gradient on dξ_r, r = 1..n on 4 random SPD "
       "systems n 8-12 with n distinct eigenvalues (full: 12 systems n 8-16); holds if, for every r ≤ n/2 (GKA's "
       "regime r ≪ D), they differ by ≥ 1e-8 on some system, and at r = n (CG is then the exact solve) both are A⁻¹dξ",
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         const std::string id = "gka.lemma2.cg_implicit_differs";
         std::vector<double> diffs;                 // relative differences at r < n
@@ -365,7 +365,7 @@ std::vector<Entry> lemma2_entries() {
       Method::exact_identity,
       "P = [Alg. 1 on e_1..e_n]; checks Alg. 1(q) = Pq for random q and HP = PH, r in {1,2,5,30} (full: 1..30), 3 "
       "systems n 6-10 (full: 12)",
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr e;
         over_cases(opt, "gka.eq52.polynomial", 6, 10, alg2_systems(opt), few_rs(opt), false,
@@ -382,7 +382,7 @@ std::vector<Entry> lemma2_entries() {
       Method::reverse_mode,
       "P from Alg. 1 on unit vectors: P − Pᵀ, and Pᵀdξ_r vs reverse mode of the unrolled Alg. 1; r in {1,2,5,30} "
       "(full: 1..30), 3 systems n 6-10 (full: 12)", Status::holds, "",
-      [](const RunOptions& opt) {
+      [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr e;
         over_cases(opt, "gka.eq53.symmetric", 6, 10, alg2_systems(opt), few_rs(opt), false,
@@ -404,7 +404,7 @@ std::vector<Entry> appendix_c1_entries() {
   v.push_back(gka_entry(
       "gka.eq54.three_term", "eq. (54)", "ξ_i = A_iξ_{i−1} + b_iξ_{i−2} + c_iq (with eq. (55)) reproduces Alg. 1",
       Method::exact_identity, "residual of eq. (54) on Alg. 1's iterates (as printed, ω_0 = 2), every i ≤ r; " + sys,
-      Status::holds, "", [sys](const RunOptions& opt) {
+      Status::holds, "", [sys](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr e;
         over_cases(opt, "gka.eq54.three_term", 6, 10, alg2_systems(opt), {30}, false,
@@ -427,7 +427,7 @@ std::vector<Entry> appendix_c1_entries() {
       "A_i = ω_iI − (2ω_i/(L+μ))H (symmetric), b_i = −(ω_i − 1), c_i = 2ω_i/(L+μ)", Method::reverse_mode,
       "the Jacobians of one Alg. 1 step (grad descent + momentum) w.r.t. ξ_{i−1}, ξ_{i−2}, q by reverse mode (one sweep "
       "per output component), every i ≤ 30, vs eq. (55)",
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr e;
         auto rng = entry_rng(opt, "gka.eq55.coefficients");
@@ -468,7 +468,7 @@ std::vector<Entry> appendix_c1_entries() {
       "gka.eq56.dxi_recursion", "eq. (56)",
       "dξ_{r−1} = A_rdξ_r; dξ_{i−2} = A_{i−1}dξ_{i−1} + b_idξ_i (i = r..2); dq = Σ_{i=0}^r c_idξ_i with c_0 = 2/(L+μ)",
       Method::reverse_mode, "recursion as printed vs the adjoints of ξ_0..ξ_r and q in the reverse sweep; " + sys,
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr e;
         over_cases(opt, "gka.eq56.dxi_recursion", 6, 10, alg2_systems(opt), alg2_rs(opt), false,
@@ -491,7 +491,7 @@ std::vector<Entry> appendix_c1_entries() {
   v.push_back(gka_entry(
       "gka.eq57.weights_reversed", "eq. (57)", "ν_r = ω_r, ν_{i−1} = (4/ρ²)(1 − 1/ν_i) recovers ω_{i−1}, i = r..1",
       Method::exact_identity, "ν_i vs the forward schedule ω_i (ω_0 = 2) for every i; " + sys, Status::holds, "",
-      [](const RunOptions& opt) {
+      [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         Scaled sc;
         over_cases(opt, "gka.eq57.weights_reversed", 6, 10, alg2_systems(opt), alg2_rs(opt), false,
@@ -514,7 +514,7 @@ std::vector<Entry> appendix_c1_entries() {
       Method::reverse_mode,
       "Σ_i −c_i dξ_iξ_{i−1}ᵀ with dξ_i from eq. (56) and stored iterates vs reverse mode w.r.t. all n² entries of H; " +
           sys,
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr e;
         over_cases(opt, "gka.eq58.dH", 6, 10, alg2_systems(opt), alg2_rs(opt), false,
@@ -545,7 +545,7 @@ std::vector<Entry> appendix_c1_entries() {
         Status::fails_as_printed,
         in_alg2 ? "ξ_{i−2} ← −(1/(ν_i−1))(ξ_i − (ν_iI − (2ν_i/(L+μ))H)ξ_{i−1} − (2ν_i/(L+μ))q)"
                 : "ξ_{i−2} = (1/b_i)(ξ_i − A_iξ_{i−1} − c_iq) (solving eq. (54) for ξ_{i−2})",
-        [id, in_alg2](const RunOptions& opt) {
+        [id, in_alg2](const ProofOptions& opt) {
           MpPrecision prec(opt.bits);
           RelErr ep, ec;
           Scaled sc;
@@ -589,7 +589,7 @@ std::vector<Entry> appendix_c1_entries() {
   v.push_back(gka_entry(
       "gka.eq61.dxi_alg2", "eq. (61)", "dξ_{i−1} ← (ν_idξ_i − (2ν_i/(L+μ))Hdξ_i) − (ν_{i+1} − 1)dξ_{i+1}",
       Method::reverse_mode, "Alg. 2's dξ_{i−1} (ν from eq. (62)) vs the adjoints of ξ_0..ξ_r in the reverse sweep; " + sys,
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         Scaled sc;
         over_cases(opt, "gka.eq61.dxi_alg2", 6, 10, alg2_systems(opt), alg2_rs(opt), false,
@@ -608,7 +608,7 @@ std::vector<Entry> appendix_c1_entries() {
       Method::exact_identity,
       "ν_0..ν_r as Alg. 2 leaves them vs ω_0..ω_r of Alg. 1 (ω_0 = 2); note: at i = 1 it overwrites Alg. 2's "
       "initialisation ν_0 ← 1 with ν_0 = ω_0 = 2 (the cause of eq. (63)'s failure); " + sys,
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         Scaled sc;
         double nu0_max = 0;
@@ -633,7 +633,7 @@ std::vector<Entry> appendix_c1_entries() {
       Status::fails_as_printed,
       "at i = 1 the weight of dξ_0 is c_0 = 2/(L+μ) (ξ_0 = 2q/(L+μ), i.e. ν_0 = 1 as initialised), not 2ν_0/(L+μ) = "
       "2ω_0/(L+μ) = 4/(L+μ) as eq. (62) makes it",
-      [](const RunOptions& opt) {
+      [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr ep;
         Scaled sc;
@@ -656,7 +656,7 @@ std::vector<Entry> appendix_c1_entries() {
       Method::reverse_mode,
       "Alg. 2's dH with the iterates recovered by the corrected eq. (60) vs reverse mode w.r.t. all n² entries of H "
       "(the i = 1 term vanishes since ξ_{−1} = 0, so eq. (62)'s ν_0 does no harm here); " + sys,
-      Status::holds, "", [](const RunOptions& opt) {
+      Status::holds, "", [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr with_printed60;
         Scaled sc;
@@ -683,7 +683,7 @@ std::vector<Entry> appendix_c1_entries() {
       Status::fails_as_printed,
       "Alg. 2 with eq. (60)'s q term negated (−(2ν_i/(L+μ))q) and the final dq term weighted by 2/(L+μ) (ν_0 = 1, not "
       "eq. (62)'s ν_0 = ω_0); as printed dq is wrong by the c_0 term and dH by the mis-recovered iterates",
-      [](const RunOptions& opt) {
+      [](const ProofOptions& opt) {
         MpPrecision prec(opt.bits);
         RelErr ep;
         Scaled sc, sref;

@@ -52,12 +52,12 @@ Step draw_step(std::mt19937_64& rng, Regime r, int i) {
   return s;
 }
 
-int one_step_points(const RunOptions& opt) { return opt.full ? 400 : 40; }  // per regime
+int one_step_points(const ProofOptions& opt) { return opt.full ? 400 : 40; }  // per regime
 
 // Runs `diff(step)` (a relative discrepancy, exactly 0 when the identity holds)
 // at random steps of every regime.
 template <class F>
-Evidence exact_one_step(const RunOptions& opt, const std::string& id, const std::string& measure, F diff) {
+Evidence exact_one_step(const ProofOptions& opt, const std::string& id, const std::string& measure, F diff) {
   auto rng = entry_rng(opt, id);
   Worst w;
   int n = 0, nonzero = 0;
@@ -95,7 +95,7 @@ Mat<mp> expm(Mat<mp> A, unsigned bits) {
   return sum;
 }
 
-Evidence eq8(const RunOptions& opt) {
+Evidence eq8(const ProofOptions& opt) {
   const std::string id = "kla_k.eq8.ou_exact_discretisation";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -127,7 +127,7 @@ Evidence eq8(const RunOptions& opt) {
 
 // ------------------------------------------------------------------ Thm 1, eqs. (16)-(18)
 
-Evidence thm1(const RunOptions& opt) {
+Evidence thm1(const ProofOptions& opt) {
   const std::string id = "kla_k.thm1.precision_path_vs_batch_posterior";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -153,7 +153,7 @@ Evidence thm1(const RunOptions& opt) {
                       ", time-varying dynamics, 5 regimes");
 }
 
-Evidence eq16(const RunOptions& opt) {
+Evidence eq16(const ProofOptions& opt) {
   return exact_one_step(opt, "kla_k.eq16.mobius_step", "exact |eq.(16) - 1/Sigma_t (covariance-form KF)| relative",
                         [](const Step& s) {
                           Q mean = s.mu_prev, var = 1 / s.lam_prev;
@@ -162,7 +162,7 @@ Evidence eq16(const RunOptions& opt) {
                         });
 }
 
-Evidence eq17(const RunOptions& opt) {
+Evidence eq17(const ProofOptions& opt) {
   // The matrix itself (not only its Möbius action, which fixes it up to scale):
   // M_t must be the product of the update matrix [[1, φ], [0, 1]] (λ ↦ λ + φ)
   // and the predict matrix [[1, 0], [p̄, ā²]] (λ ↦ λ/(p̄λ + ā²) = 1/(ā²Σ + p̄)),
@@ -182,7 +182,7 @@ Evidence eq17(const RunOptions& opt) {
                         });
 }
 
-Evidence eq18(const RunOptions& opt) {
+Evidence eq18(const ProofOptions& opt) {
   return exact_one_step(opt, "kla_k.eq18.gated_precision",
                         "exact |eq.(18) - 1/Sigma_t (covariance-form KF)| relative, and |rho_t lambda_{t-1} - "
                         "1/Sigma_t^prior| relative",
@@ -199,7 +199,7 @@ Evidence eq18(const RunOptions& opt) {
 // ------------------------------------------------------------------ Thm 2, eq. (19), Cor. 2.2, eq. (20)
 
 // Paths in MPFR against the batch posterior: `which` = 0 Thm 2 (η), 1 Cor. 2.2 (μ).
-Evidence mean_path(const RunOptions& opt, const std::string& id, int which) {
+Evidence mean_path(const ProofOptions& opt, const std::string& id, int which) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 12 : 6, reps = opt.full ? 20 : 3;
@@ -238,7 +238,7 @@ Evidence mean_path(const RunOptions& opt, const std::string& id, int which) {
                       ", time-varying dynamics, 5 regimes, prior mean != 0");
 }
 
-Evidence eq19(const RunOptions& opt) {
+Evidence eq19(const ProofOptions& opt) {
   return exact_one_step(opt, "kla_k.eq19.affine_step", "exact |eq.(19) - mu_t/Sigma_t (covariance-form KF)| relative",
                         [](const Step& s) {
                           Q mean = s.mu_prev, var = 1 / s.lam_prev;
@@ -247,7 +247,7 @@ Evidence eq19(const RunOptions& opt) {
                         });
 }
 
-Evidence eq20(const RunOptions& opt) {
+Evidence eq20(const ProofOptions& opt) {
   return exact_one_step(opt, "kla_k.eq20.gated_mean_step",
                         "exact |eq.(20) - mu_t (covariance-form KF, gain K_t)| relative", [](const Step& s) {
                           Q mean = s.mu_prev, var = 1 / s.lam_prev;
@@ -258,7 +258,7 @@ Evidence eq20(const RunOptions& opt) {
 
 // ------------------------------------------------------------------ eq. (21)
 
-Evidence eq21(const RunOptions& opt) {
+Evidence eq21(const ProofOptions& opt) {
   const std::string id = "kla_k.eq21.argmin";
   auto rng = entry_rng(opt, id);
   Worst w;
@@ -343,7 +343,7 @@ std::vector<Entry> filter_entries() {
                Method::exact_identity,
                "MPFR opt.bits; eta_t iterated by eq. (19) with the batch precision path vs E[z_t|v]/Var[z_t|v] of "
                "the joint Gaussian (dense Cholesky); T=6, 3 sequences x 5 regimes, mu_0 != 0",
-               Status::holds, "", false, [](const RunOptions& o) {
+               Status::holds, "", false, [](const ProofOptions& o) {
                  return mean_path(o, "kla_k.thm2.information_mean_path", 0);
                }});
   v.push_back({"kla_k.eq19.affine_step", Paper::KLA_K, "eq. (19)",
@@ -356,7 +356,7 @@ std::vector<Entry> filter_entries() {
                "mu_t = eta_t/lambda_t satisfies the gated recurrence (20)", Method::exact_identity,
                "MPFR opt.bits; mu_t iterated by eq. (20) vs the batch posterior mean (joint Gaussian, dense "
                "Cholesky) and vs eta_t/lambda_t of eqs. (18)-(19); T=6, 3 sequences x 5 regimes",
-               Status::holds, "", false, [](const RunOptions& o) {
+               Status::holds, "", false, [](const ProofOptions& o) {
                  return mean_path(o, "kla_k.cor2_2.moment_mean_path", 1);
                }});
   v.push_back({"kla_k.eq20.gated_mean_step", Paper::KLA_K, "eq. (20)",

@@ -31,7 +31,7 @@ std::string where(Regime r, int rep, int t) {
 
 // ------------------------------------------------------------------ Cor. 1.1
 
-Evidence cor11_order(const RunOptions& opt) {
+Evidence cor11_order(const ProofOptions& opt) {
   const std::string id = "kla_k.cor1_1.prefix_product_order";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -59,7 +59,7 @@ Evidence cor11_order(const RunOptions& opt) {
                            " sequences x 5 regimes, time-varying M_t (non-commuting)");
 }
 
-Evidence cor11_scan(const RunOptions& opt) {
+Evidence cor11_scan(const ProofOptions& opt) {
   const std::string id = "kla_k.cor1_1.scan_associativity";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -132,7 +132,7 @@ Affine oplus(const Affine& later, const Affine& earlier) {
   return {later.f * earlier.f, later.f * earlier.b + later.b};
 }
 
-Evidence cor21(const RunOptions& opt) {
+Evidence cor21(const ProofOptions& opt) {
   const std::string id = "kla_k.cor2_1.affine_scan";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -257,7 +257,7 @@ double normwise(const Tensor<mp>& x, const std::vector<mp>& y, int d, int D) {
 
 // eqs. (22), (23) as printed, on N×D arrays; then against per-slot Kalman filters.
 // which = 22: precision Λ_t and o_var; which = 23: information mean H_t, η_T and o.
-Evidence state_expanded(const RunOptions& opt, const std::string& id, int which) {
+Evidence state_expanded(const ProofOptions& opt, const std::string& id, int which) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 16 : 8, N = 3, D = 4, reps = opt.full ? 10 : 2;
@@ -329,7 +329,7 @@ Evidence state_expanded(const RunOptions& opt, const std::string& id, int which)
 
 // ------------------------------------------------------------------ Table 3
 
-Evidence table3(const RunOptions& opt) {
+Evidence table3(const ProofOptions& opt) {
   const std::string id = "kla_k.table3.objective_couples_slots";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -433,7 +433,7 @@ void compare_paths(const Forms& f, const Layer& L, int d, const std::vector<mp>&
     }
 }
 
-Evidence thm3(const RunOptions& opt) {
+Evidence thm3(const ProofOptions& opt) {
   const std::string id = "kla_k.thm3.convolution_form";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -456,7 +456,7 @@ Evidence thm3(const RunOptions& opt) {
                       ", channels a_bar in {[0.3,1), 1e-24, 1}, p_bar=0, k_t = k, lambda_0 = eta_0 = 0");
 }
 
-Evidence thm3_proof(const RunOptions& opt) {
+Evidence thm3_proof(const ProofOptions& opt) {
   const std::string id = "kla_k.thm3.proof_unrolling_init";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -486,7 +486,7 @@ Evidence thm3_proof(const RunOptions& opt) {
 
 // ------------------------------------------------------------------ App. E.4
 
-Evidence appE4(const RunOptions& opt) {
+Evidence appE4(const ProofOptions& opt) {
   const std::string id = "kla_k.appE4.attention_matrix";
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -574,7 +574,7 @@ std::vector<Entry> scan_entries() {
                "MPFR opt.bits; printed eq. (22) on N x D arrays at every t, and the reference kla_kalman forms "
                "(sequential, scan, chunk 3: lambda_T, o_var), vs N*D independent covariance-form Kalman filters "
                "(slot (n, d) observes v_d through k_n); N=3, D=4, T=8, 2 layers, slots cycling through the 5 regimes",
-               Status::holds, "", false, [](const RunOptions& o) {
+               Status::holds, "", false, [](const ProofOptions& o) {
                  return state_expanded(o, "kla_k.eq22.state_expanded_precision", 22);
                }});
   v.push_back({"kla_k.eq23.state_expanded_mean", Paper::KLA_K, "eq. (23)",
@@ -584,7 +584,7 @@ std::vector<Entry> scan_entries() {
                "MPFR opt.bits; printed eq. (23) at every t, and the reference forms' eta_T and o (normwise per "
                "channel), vs per-slot covariance-form Kalman filters (H = mu/Sigma, o = sum_n q_n mu_n); N=3, D=4, "
                "T=8, 2 layers",
-               Status::holds, "", false, [](const RunOptions& o) {
+               Status::holds, "", false, [](const ProofOptions& o) {
                  return state_expanded(o, "kla_k.eq23.state_expanded_mean", 23);
                }});
   v.push_back({"kla_k.table3.objective_couples_slots", Paper::KLA_K, "Table 3",

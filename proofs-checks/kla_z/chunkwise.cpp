@@ -115,14 +115,14 @@ Mat<mp> wy_u(const Chunk& c) {
   return U;
 }
 
-std::string witness(const RunOptions& opt, int p, Coefficient coef) {
+std::string witness(const ProofOptions& opt, int p, Coefficient coef) {
   std::ostringstream w;
   w << "seed " << opt.seed << ", chunk " << p << ", C=" << kC << ", d_k=" << kK << ", d_v=" << kV
     << (coef == Coefficient::kaczmarz ? ", Kaczmarz beta" : ", arbitrary beta = u/(1+|k|^2), u in [-2,3]");
   return w.str();
 }
 
-int chunks(const RunOptions& opt) { return opt.full ? 100 : 4; }
+int chunks(const ProofOptions& opt) { return opt.full ? 100 : 4; }
 
 // The discrepancies of each chunk identity on one chunk.
 double prop3(const Chunk& c) { return rel_diff_inf(solve_eq7(c), c.delta); }
@@ -198,7 +198,7 @@ double appB1(const Chunk& c) {
   return d;
 }
 
-Evidence run_identity(const RunOptions& opt, const std::string& id, double (*f)(const Chunk&), std::string measure,
+Evidence run_identity(const ProofOptions& opt, const std::string& id, double (*f)(const Chunk&), std::string measure,
                       bool arbitrary_too) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
@@ -266,7 +266,7 @@ void own_sequential(const Sequence& s, bool per_key, Mat<mp>& O, Mat<mp>& S) {
   }
 }
 
-Evidence check_appB4(const RunOptions& opt, const std::string& id) {
+Evidence check_appB4(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int reps = opt.full ? 20 : 2, T = opt.full ? 37 : 11, chunk = 4;
@@ -300,7 +300,7 @@ Evidence check_appB4(const RunOptions& opt, const std::string& id) {
   return e;
 }
 
-Evidence check_appB5(const RunOptions& opt, const std::string& id) {
+Evidence check_appB5(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int reps = opt.full ? 20 : 2, T = opt.full ? 37 : 11, chunk = 4;
@@ -322,7 +322,7 @@ Evidence check_appB5(const RunOptions& opt, const std::string& id) {
 }
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how,
-           std::function<Evidence(const RunOptions&, const std::string&)> fn) {
+           std::function<Evidence(const ProofOptions&, const std::string&)> fn) {
   return make_entry(Paper::KLA_Z, std::move(id), std::move(ref), std::move(statement), m, std::move(how),
                     Status::holds, "", fn);
 }
@@ -340,13 +340,13 @@ std::vector<Entry> kla_z_chunkwise_entries() {
            "The chunk's writes U solve (I + tril(Diag(β̃)(K Kᵀ ⊙ Γ), −1)) U = Diag(β̃)(V − Diag(γ) K S_0); the matrix "
            "is unit lower-triangular.",
            Method::exact_identity, "Forward substitution of (7) vs the writes δ_r of the recurrence." + sizes + recon,
-           [](const RunOptions& o, const std::string& id) {
+           [](const ProofOptions& o, const std::string& id) {
              return run_identity(o, id, prop3, "max rel. diff. of (7)'s solution vs the recurrence's writes", true);
            }),
       make("kla_z.prop4.chunk_outputs_state", "Prop. 4",
            "O = Diag(γ) Q S_0 + (Q Kᵀ ⊙ Γ̄) U and S_C = γ_C S_0 + (Diag(γ_C/γ) K)ᵀ U.", Method::exact_identity,
            "(8) and (9) with U from (7) vs the recurrence's outputs and final state." + sizes + recon,
-           [](const RunOptions& o, const std::string& id) {
+           [](const ProofOptions& o, const std::string& id) {
              return run_identity(o, id, prop4, "max rel. diff. of (8) outputs and (9) state vs the recurrence", true);
            }),
       make("kla_z.prop5.wy_transition", "Prop. 5",
@@ -356,20 +356,20 @@ std::vector<Entry> kla_z_chunkwise_entries() {
            "The WY factor W from recurrence (19) vs the dense product of the transitions at every r, and vs its matrix "
            "form (I + tril(Diag(β̃)KKᵀ,−1)) W = Diag(β̃) K." +
                sizes + recon,
-           [](const RunOptions& o, const std::string& id) {
+           [](const ProofOptions& o, const std::string& id) {
              return run_identity(o, id, prop5, "max rel. diff. of gamma_r(I − sum k w^T) vs the dense product", true);
            }),
       make("kla_z.prop6.wy_accumulation", "Prop. 6",
            "H_r (the state from S_0 = 0) = Σ_{i≤r} (γ_r/γ_i) k_i u_iᵀ with u_r = β̃_r(v_r − Σ_{i<r} (γ_r/γ_i)(k_iᵀk_r) "
            "u_i).",
            Method::exact_identity, "(20) with u from (21) vs the recurrence started at 0, every r." + sizes + recon,
-           [](const RunOptions& o, const std::string& id) {
+           [](const ProofOptions& o, const std::string& id) {
              return run_identity(o, id, prop6, "max rel. diff. of sum Gamma k u^T vs the zero-start recurrence", true);
            }),
       make("kla_z.appB1.combined_wy", "App. B.1",
            "S_r = P_r S_0 + H_r (eq. (22)), and the rows of (7)'s solution are the combined vectors u_r − γ_r S_0ᵀ w_r.",
            Method::exact_identity, "(22) from W, U vs the recurrence's states; combined vectors vs (7)." + sizes + recon,
-           [](const RunOptions& o, const std::string& id) {
+           [](const ProofOptions& o, const std::string& id) {
              return run_identity(o, id, appB1, "max rel. diff. of (22) vs the recurrence and of u − gamma S0^T w vs (7)",
                                  true);
            }),

@@ -88,10 +88,10 @@ struct Worst {
   }
 };
 
-int points(const RunOptions& opt) { return opt.full ? 400 : 24; }
+int points(const ProofOptions& opt) { return opt.full ? 400 : 24; }
 
 // ---------------------------------------------------------------- eq. (2)
-Evidence check_eq2(const RunOptions& opt, const std::string& id) {
+Evidence check_eq2(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   Worst worst;
@@ -123,7 +123,7 @@ Evidence check_eq2(const RunOptions& opt, const std::string& id) {
 // ---------------------------------------------------------------- eq. (3)
 // The reference recurrence over a sequence vs eq. (3) written out token by token
 // (states and outputs o_t = S_tᵀ q_t).
-Evidence check_eq3(const RunOptions& opt, const std::string& id) {
+Evidence check_eq3(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::log;
   auto rng = entry_rng(opt, id);
@@ -171,7 +171,7 @@ Evidence check_eq3(const RunOptions& opt, const std::string& id) {
 }
 
 // ---------------------------------------------------------------- eq. (6)
-Evidence check_eq6(const RunOptions& opt, const std::string& id) {
+Evidence check_eq6(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   Worst worst;
@@ -193,7 +193,7 @@ Evidence check_eq6(const RunOptions& opt, const std::string& id) {
 // Orthogonal projection onto {S : Sᵀk = v}: S is feasible, S̄ − S is orthogonal
 // to the tangent space {Δ : Δᵀk = 0} (spanned by (k_j e_i − k_i e_j) e_lᵀ, no
 // division involved), and Pythagoras holds for random feasible S'.
-Evidence check_thm1_i(const RunOptions& opt, const std::string& id) {
+Evidence check_thm1_i(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   auto rng = entry_rng(opt, id);
@@ -236,7 +236,7 @@ Evidence check_thm1_i(const RunOptions& opt, const std::string& id) {
 
 // ---------------------------------------------------------------- eq. (4), Thm 1 (ii)
 // L(S̄ + c k eᵀ) = ½ (1 − c‖k‖²)² ‖e‖² (eq. (4)) at random c.
-Evidence check_eq4(const RunOptions& opt, const std::string& id) {
+Evidence check_eq4(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   auto rng = entry_rng(opt, id);
@@ -258,7 +258,7 @@ Evidence check_eq4(const RunOptions& opt, const std::string& id) {
 // The minimiser of the (quadratic) loss along c ↦ S̄ + c k eᵀ from three exact
 // loss evaluations (parabola fit), vs the printed 1/‖k‖²; and the reference
 // update equals S̄ + c* k eᵀ.
-Evidence check_thm1_ii(const RunOptions& opt, const std::string& id) {
+Evidence check_thm1_ii(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   auto rng = entry_rng(opt, id);
@@ -285,7 +285,7 @@ Evidence check_thm1_ii(const RunOptions& opt, const std::string& id) {
 // ---------------------------------------------------------------- Thm 1 (iii)
 // ∇L(S̄) by central differences (exact for a quadratic up to rounding, step
 // h = 1/8 so rounding error ~ 2^-bits·|L|/h), then S̄ − ∇L/‖k‖² vs the update.
-Evidence check_thm1_iii(const RunOptions& opt, const std::string& id) {
+Evidence check_thm1_iii(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   Worst worst;
@@ -315,7 +315,7 @@ Evidence check_thm1_iii(const RunOptions& opt, const std::string& id) {
 // ---------------------------------------------------------------- Prop. 1
 // With λ = (ε + (1 − η)‖k‖²)/η > 0, the minimiser of ½‖Sᵀk − v‖² + (λ/2)‖S − S̄‖²_F
 // solves (k kᵀ + λ I) S = k vᵀ + λ S̄ (normal equations, dense solve).
-Evidence check_prop1(const RunOptions& opt, const std::string& id) {
+Evidence check_prop1(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   Worst worst;
@@ -339,7 +339,7 @@ Evidence check_prop1(const RunOptions& opt, const std::string& id) {
 }
 
 // ---------------------------------------------------------------- eq. (5)
-Evidence check_eq5(const RunOptions& opt, const std::string& id) {
+Evidence check_eq5(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   Worst worst;
@@ -361,7 +361,7 @@ Evidence check_eq5(const RunOptions& opt, const std::string& id) {
 // Adversarial search for ‖e⁺‖ > ‖e‖ (or L(S_t) > L(S̄_t)) over η ∈ (0, 2),
 // ε ∈ [0, 1], key norms 1e-3 .. 1e3: random starts, then coordinate hill
 // climbing on the violation ‖e⁺‖/‖e‖ − 1, all in MPFR through the reference.
-Evidence check_prop2(const RunOptions& opt, const std::string& id) {
+Evidence check_prop2(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::sqrt;
   auto rng = entry_rng(opt, id);
@@ -409,7 +409,7 @@ Evidence check_prop2(const RunOptions& opt, const std::string& id) {
 }
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how,
-           Evidence (*fn)(const RunOptions&, const std::string&)) {
+           Evidence (*fn)(const ProofOptions&, const std::string&)) {
   return make_entry(Paper::KLA_Z, std::move(id), std::move(ref), std::move(statement), m, std::move(how),
                     Status::holds, "", fn);
 }

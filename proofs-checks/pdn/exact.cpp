@@ -21,7 +21,7 @@ namespace {
 using namespace dense;
 using Vec = std::vector<mp>;
 
-std::string seed_str(const RunOptions& opt) { return "seed " + std::to_string(opt.seed); }
+std::string seed_str(const ProofOptions& opt) { return "seed " + std::to_string(opt.seed); }
 
 struct Worst {
   double value = -1;
@@ -93,9 +93,9 @@ void reference_pdn(const Stream& s, const Mat<mp>* S0, Mat<mp>& S_final, Mat<mp>
   O = Mat<mp>(s.T, kDv, o.data);
 }
 
-int reps(const RunOptions& opt) { return opt.full ? 100 : 6; }
+int reps(const ProofOptions& opt) { return opt.full ? 100 : 6; }
 
-Evidence check_thm31(const RunOptions& opt, const std::string& id) {
+Evidence check_thm31(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 24 : 10;
@@ -127,7 +127,7 @@ Evidence check_thm31(const RunOptions& opt, const std::string& id) {
 
 // With S_0 ≠ 0 (the reference accepts h0) the same recursion gives the ridge
 // solution centred at S_0: S_t G_t = C_t + λ S_0, i.e. S_t = (C_t + λS_0) P_t.
-Evidence check_thm31_h0(const RunOptions& opt, const std::string& id) {
+Evidence check_thm31_h0(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 24 : 8;
@@ -157,7 +157,7 @@ Evidence check_thm31_h0(const RunOptions& opt, const std::string& id) {
 // Thm C.1's proof: Sherman–Morrison for P_{t+1} and k̃_{t+1} = P_{t+1} k_{t+1}
 // (the two write-key forms (1) and (2) of App. C.3 agree for the exact Gram),
 // and S^PLA = S^PDN at every step (through the reference).
-Evidence check_thmC1(const RunOptions& opt, const std::string& id) {
+Evidence check_thmC1(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 24 : 8;
@@ -192,7 +192,7 @@ Evidence check_thmC1(const RunOptions& opt, const std::string& id) {
 }
 
 // ------------------------------------------------------------ Thm C.2
-Evidence check_thmC2(const RunOptions&, const std::string&) {
+Evidence check_thmC2(const ProofOptions&, const std::string&) {
   using Q = boost::multiprecision::cpp_rational;
   // λ = 1, k_1 = v_1 = (1, 1), d = 2, S_0 = 0.
   const std::vector<Q> k{1, 1}, v{1, 1};
@@ -289,7 +289,7 @@ DiagCase perturb(const DiagCase& c, std::mt19937_64& rng) {
   return n;
 }
 
-Evidence check_appC3(const RunOptions& opt, const std::string& id) {
+Evidence check_appC3(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int starts = opt.full ? 400 : 20, steps = opt.full ? 200 : 25;
@@ -335,7 +335,7 @@ Evidence check_appC3(const RunOptions& opt, const std::string& id) {
   return e;
 }
 
-Evidence check_appC3_method2(const RunOptions& opt, const std::string& id) {
+Evidence check_appC3_method2(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int starts = opt.full ? 400 : 20, steps = opt.full ? 200 : 25;
@@ -373,7 +373,7 @@ Evidence check_appC3_method2(const RunOptions& opt, const std::string& id) {
 // Eq. (8) as printed (chunked, K^(2) = K⊙K, strict/inclusive masks, ridge Λ added
 // at use) vs the sequential definition: A_t = A_{t−1} + k_t⊙k_t from A_0 = 0,
 // k̃_t = (Λ+A_{t−1})⁻¹k_t / (1 + k_tᵀ(Λ+A_{t−1})⁻¹k_t), q̃_t = (Λ+A_t)⁻¹ q_t.
-Evidence check_eq8(const RunOptions& opt, const std::string& id) {
+Evidence check_eq8(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 37 : 11, C = 4, d = 5, n = opt.full ? 20 : 3;
@@ -490,7 +490,7 @@ void pgdn_printed(const PgdnInputs& in, int d, int dv, Mat<mp>& O, Mat<mp>& S, V
   }
 }
 
-Evidence check_eq9(const RunOptions& opt, const std::string& id) {
+Evidence check_eq9(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 37 : 11, d = 5, dv = 3, n = opt.full ? 20 : 2;
@@ -516,7 +516,7 @@ Evidence check_eq9(const RunOptions& opt, const std::string& id) {
 }
 
 // B_t = exp(−log(x) s_t) with s = r/(1+|r|) lies in (1/x, x) and decreases in A_t.
-Evidence check_eq9_range(const RunOptions& opt, const std::string& id) {
+Evidence check_eq9_range(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   using std::exp;
@@ -545,7 +545,7 @@ Evidence check_eq9_range(const RunOptions& opt, const std::string& id) {
                       sci(worst));
 }
 
-Evidence check_eq6(const RunOptions& opt, const std::string& id) {
+Evidence check_eq6(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int T = opt.full ? 37 : 11, d = 5, dv = 3, n = opt.full ? 20 : 2;
@@ -583,7 +583,7 @@ Evidence check_eq6(const RunOptions& opt, const std::string& id) {
 // determinant(λI − α(I − β k k̃ᵀ)) = (λ − α)^{d−1} (λ − α(1 − β k̃ᵀk)) at d+1 random λ:
 // two monic degree-d polynomials agreeing at d+1 points are equal, so the
 // eigenvalues and algebraic multiplicities are as printed.
-Evidence check_lemmaE1(const RunOptions& opt, const std::string& id) {
+Evidence check_lemmaE1(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   using std::pow;
@@ -651,7 +651,7 @@ double rho_edge(const Vec& k) {
   return gelfand_radius(pgdn_transition(mp(1), mp(1), k, Vec(k.size(), mp(2)))) - 1;
 }
 
-Evidence check_lemmaE2(const RunOptions& opt, const std::string& id) {
+Evidence check_lemmaE2(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   auto rng = entry_rng(opt, id);
   const int starts = opt.full ? 200 : 6, steps = opt.full ? 40 : 8, d = 4;
@@ -706,7 +706,7 @@ Evidence check_lemmaE2(const RunOptions& opt, const std::string& id) {
 }
 
 // ------------------------------------------------------------ Lemma E.3
-Evidence check_lemmaE3(const RunOptions& opt, const std::string& id) {
+Evidence check_lemmaE3(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   auto rng = entry_rng(opt, id);
@@ -746,7 +746,7 @@ Evidence check_lemmaE3(const RunOptions& opt, const std::string& id) {
 }
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
-           std::string correction, Evidence (*fn)(const RunOptions&, const std::string&)) {
+           std::string correction, Evidence (*fn)(const ProofOptions&, const std::string&)) {
   return make_entry(Paper::PDN, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
                     std::move(correction), fn);
 }

@@ -112,7 +112,7 @@ struct ExactCase {
   int d, t;
 };
 
-std::vector<ExactCase> exact_cases(const RunOptions& opt) {
+std::vector<ExactCase> exact_cases(const ProofOptions& opt) {
   std::vector<ExactCase> c{{2, 1}, {2, 2}, {2, 3}, {2, 4}, {3, 1}, {3, 2}, {3, 3}};
   if (opt.full) c.insert(c.end(), {{2, 5}, {2, 6}, {3, 4}});
   return c;
@@ -176,7 +176,7 @@ McResult monte_carlo(std::mt19937_64& rng, const Mat<double>& S, int d, int t, b
 Mat<double> random_target(std::mt19937_64& rng, int d) { return random_matrix<double>(rng, kDv, d); }
 
 // ------------------------------------------------------------ Thm C.5
-Evidence check_thmC5(const RunOptions& opt, const std::string& id) {
+Evidence check_thmC5(const ProofOptions& opt, const std::string& id) {
   auto rng = entry_rng(opt, id);
   const int n = opt.full ? 200000 : 1000;
   struct Config {
@@ -218,7 +218,7 @@ Evidence check_thmC5(const RunOptions& opt, const std::string& id) {
 }
 
 // ------------------------------------------------------------ eq. (C.5.2)
-Evidence check_c52(const RunOptions& opt, const std::string& id) {
+Evidence check_c52(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   auto rng = entry_rng(opt, id);
@@ -255,7 +255,7 @@ Evidence check_c52(const RunOptions& opt, const std::string& id) {
 }
 
 // ------------------------------------------------------------ DN closed form
-Evidence check_dn_closed_form(const RunOptions& opt, const std::string& id) {
+Evidence check_dn_closed_form(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   auto rng = entry_rng(opt, id);
@@ -276,7 +276,7 @@ Evidence check_dn_closed_form(const RunOptions& opt, const std::string& id) {
 }
 
 // ------------------------------------------------------------ Thm 3.2
-Evidence check_thm32(const RunOptions& opt, const std::string& id) {
+Evidence check_thm32(const ProofOptions& opt, const std::string& id) {
   MpPrecision prec(opt.bits);
   using std::abs;
   auto rng = entry_rng(opt, id);
@@ -323,7 +323,7 @@ Evidence check_thm32(const RunOptions& opt, const std::string& id) {
 }
 
 Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
-           std::string correction, Evidence (*fn)(const RunOptions&, const std::string&)) {
+           std::string correction, Evidence (*fn)(const ProofOptions&, const std::string&)) {
   return make_entry(Paper::PDN, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
                     std::move(correction), fn);
 }

@@ -7,7 +7,7 @@ namespace ttr::proofs {
 namespace {
 
 TEST(ProofCatalogueFull, EveryEntryReproducesAtFullEffort) {
-  RunOptions opt;
+  ProofOptions opt;
   opt.full = true;
   for (const Entry& e : catalogue()) {
     const Result r = run_entry(e, opt);

@@ -67,11 +67,11 @@ TEST(ProofCatalogue, EntriesAreWellFormed) {
 // A regression is a recorded finding not observed again, or a check that threw.
 TEST(ProofCatalogue, RegressionMeansNotReproduced) {
   Entry e{"test.synthetic", Paper::GKA, "eq. (0)", "s", Method::exact_identity, "h", Status::holds, "", false, {}};
-  e.check = [](const RunOptions&) { return Evidence{}; };  // reproduced = false
+  e.check = [](const ProofOptions&) { return Evidence{}; };  // reproduced = false
   EXPECT_TRUE(regressed(run_entry(e, {})));
-  e.check = [](const RunOptions&) { Evidence ev; ev.reproduced = true; return ev; };
+  e.check = [](const ProofOptions&) { Evidence ev; ev.reproduced = true; return ev; };
   EXPECT_FALSE(regressed(run_entry(e, {})));
-  e.check = [](const RunOptions&) -> Evidence { throw std::runtime_error("boom"); };
+  e.check = [](const ProofOptions&) -> Evidence { throw std::runtime_error("boom"); };
   const Result r = run_entry(e, {});
   EXPECT_TRUE(regressed(r));
   EXPECT_EQ(r.error, "boom");
@@ -93,7 +93,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FastEntry);
 
 TEST_P(FastEntry, ReproducesItsRecordedFinding) {
   const Entry& e = entry(GetParam());
-  const Result r = run_entry(e, RunOptions{});
+  const Result r = run_entry(e, ProofOptions{});
   ASSERT_TRUE(r.error.empty()) << r.error;
   const Evidence& ev = r.evidence;
   EXPECT_TRUE(ev.reproduced) << to_string(e.status) << ": discrepancy " << ev.discrepancy << " tolerance "

@@ -16,7 +16,7 @@ namespace {
 
 using ttr::proofs::Entry;
 using ttr::proofs::Evidence;
-using ttr::proofs::RunOptions;
+using ttr::proofs::ProofOptions;
 using ttr::proofs::Status;
 
 // proofs-checks/support.hpp: kPrintedFailure (kept out of this TU: it pulls in MPFR).
@@ -71,7 +71,7 @@ TEST(GkaGradientEntries, RecordedStatuses) {
 
 // Issue 6, deliverable 3: ≤ 1e-60 at 256 bits for every r = 1..30 (the entry runs them all).
 TEST(GkaGradientEntries, Lemma2ChebyshevAllR) {
-  RunOptions opt;
+  ProofOptions opt;
   opt.bits = 256;
   const Evidence ev = entry("gka.lemma2.chebyshev_implicit_equals_autograd").check(opt);
   EXPECT_TRUE(ev.reproduced);
@@ -80,7 +80,7 @@ TEST(GkaGradientEntries, Lemma2ChebyshevAllR) {
 }
 
 TEST(GkaGradientEntries, Lemma2ConjugateGradientDiffers) {
-  const Evidence ev = entry("gka.lemma2.cg_implicit_differs").check(RunOptions{});
+  const Evidence ev = entry("gka.lemma2.cg_implicit_differs").check(ProofOptions{});
   EXPECT_TRUE(ev.reproduced);
   EXPECT_GT(ev.discrepancy, 1e-3);  // GKA Fig. 1b reports ~1e-3 relative differences for CG (impl)
 }
@@ -88,7 +88,7 @@ TEST(GkaGradientEntries, Lemma2ConjugateGradientDiffers) {
 // Same seed, same evidence (bit-identical), another seed still reproduces.
 TEST(GkaGradientEntries, DeterministicAndSeedIndependent) {
   const Entry& e = entry("gka.eq63.dq_alg2");
-  RunOptions opt;
+  ProofOptions opt;
   const Evidence a = e.check(opt), b = e.check(opt);
   EXPECT_EQ(a.discrepancy, b.discrepancy);
   EXPECT_EQ(a.printed_discrepancy, b.printed_discrepancy);

@@ -31,7 +31,7 @@ TEST(KlaKEntries, CoversTheRequiredRefs) {
 
 // The known discrepancies, by id: the printed forms miss by O(1), not by a little.
 TEST(KlaKEntries, KnownDiscrepanciesAreLarge) {
-  const ttr::proofs::RunOptions opt;
+  const ttr::proofs::ProofOptions opt;
   for (const Entry& e : entries()) {
     if (e.id != "kla_k.cor1_1.prefix_product_order" && e.id != "kla_k.thm3.proof_unrolling_init" &&
         e.id != "kla_k.table3.objective_couples_slots")
@@ -46,7 +46,7 @@ TEST(KlaKEntries, KnownDiscrepanciesAreLarge) {
 // A different seed and a higher precision reproduce the same statuses, and the
 // MPFR discrepancies shrink with the precision (they are rounding, not model error).
 TEST(KlaKEntries, OtherSeedAndPrecision) {
-  ttr::proofs::RunOptions opt;
+  ttr::proofs::ProofOptions opt;
   opt.seed = 7;
   opt.bits = 384;
   for (const Entry& e : entries()) {
@@ -61,7 +61,7 @@ TEST(KlaKEntries, OtherSeedAndPrecision) {
 // The entries can fail: with a mutant of the code under test active
 // (reference/core/mutant.hpp), the entries that run that code stop reproducing.
 TEST(KlaKEntries, MutantsOfTheCodeUnderTestAreCaught) {
-  const ttr::proofs::RunOptions opt;
+  const ttr::proofs::ProofOptions opt;
   const auto reproduced = [&](const std::string& id) {
     for (const Entry& e : entries())
       if (e.id == id) return ttr::proofs::run_entry(e, opt).evidence.reproduced;
