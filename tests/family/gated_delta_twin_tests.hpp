@@ -4,8 +4,8 @@
 // instantiated in tests/gated_delta_rule/ and tests/kda/ with a TwinLayer
 // (tests/family/twin_layer.hpp).
 //
-// The sequential form (reference/<layer>/sequential.hpp through the oracle
-// adapter) runs against an independent formulation at MPFR 512 bits: the
+// The sequential form (the reference code, through the layer's oracle adapter;
+// each layer's test file names its files) runs against an independent formulation at MPFR 512 bits: the
 // transition-matrix form
 //   S_t = (I − β_t k_t k_tᵀ) Diag(γ_t) S_{t-1} + β_t k_t v_tᵀ,   γ_t = e^{g_t}
 //   (a scalar per head for GDN; per key channel, i.e. per row of the K×V state,

@@ -3,8 +3,8 @@
 // parameter. A typed-parameterized suite, instantiated in tests/simple_gla/ and
 // tests/gla/ with a TwinLayer (tests/family/twin_layer.hpp).
 //
-// The sequential form (reference/<layer>/sequential.hpp through the oracle
-// adapter) runs against an independent formulation at MPFR 512 bits: the
+// The sequential form (the reference code, through the layer's oracle adapter;
+// each layer's test file names its files) runs against an independent formulation at MPFR 512 bits: the
 // attention form with cumulative decays
 //   o_t = scale · Σ_i q_{t,i} [ e^{G_{t,i}} h0_{i,:} + Σ_{s≤t} e^{G_{t,i} − G_{s,i}} k_{s,i} v_s ],
 //   G_{t,i} = Σ_{r≤t} g_{r,i}   (0-based tokens; token t decays row i of the K×V

@@ -4,9 +4,9 @@
 // tests/precond_gated_delta_rule/ and tests/precond_kda/ with a TwinLayer
 // (tests/family/twin_layer.hpp).
 //
-// The sequential form (reference/<layer>/sequential.hpp and reference/family/atk.hpp,
-// through the oracle adapter) runs against an independent formulation at MPFR 512
-// bits (tests/support/independent_forms.hpp):
+// The sequential form (the reference code with reference/family/atk.hpp, through
+// the layer's oracle adapter; each layer's test file names its files) runs against
+// an independent formulation at MPFR 512 bits (tests/support/independent_forms.hpp):
 //   preconditioner (own implementation of the ATK formula, FLA semantics as in the
 //   spec notes; A is updated before it is used at token t):
 //     A_t = e^{g_atk,t} A_{t-1} + β_atk,t k_t²,  r = log(A_t + eps) − c_h,
