@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "oracles/error.hpp"
+#include "oracles/tier_list.hpp"
 
 namespace ttr {
 
@@ -10,18 +11,9 @@ namespace ttr {
 // × tier of tiers.def, defined in the generated TUs, oracles/CMakeLists.txt) and
 // device kernels (defined in gpu/<layer>/binding.cpp).
 namespace runners {
-#define TTR_EACH_TIER                                                                                         \
-  LayerResult fp32(const TensorMap<double>&, const Config&, const FormOptions&);                             \
-  LayerResult fp64(const TensorMap<double>&, const Config&, const FormOptions&);                             \
-  LayerResult bf16(const TensorMap<double>&, const Config&, const FormOptions&);                             \
-  LayerResult fp16(const TensorMap<double>&, const Config&, const FormOptions&);                             \
-  LayerResult mpfr(const TensorMap<double>&, const Config&, const FormOptions&);                             \
-  LayerResult mpfi(const TensorMap<double>&, const Config&, const FormOptions&);                             \
-  LayerResult mca(const TensorMap<double>&, const Config&, const FormOptions&);
 #define TTR_FORM(layer, form, direction) \
-  namespace layer##__##form##__##direction { TTR_EACH_TIER }
+  namespace layer##__##form##__##direction { TTR_EACH_TIER_RUNNER }
 #include "oracles/layers/layers.def"
-#undef TTR_EACH_TIER
 }  // namespace runners
 
 namespace kernels {
@@ -38,24 +30,6 @@ namespace layers {
 
 namespace {
 
-// The runner table of a form lists the tiers in tiers.def order; this keeps the
-// hand-written TTR_EACH_TIER above in step with it.
-constexpr bool tiers_match() {
-  const char* listed[] = {"fp32", "fp64", "bf16", "fp16", "mpfr", "mpfi", "mca"};
-  const char* declared[] = {
-#define TTR_TIER(t) #t,
-#include "oracles/tiers.def"
-#undef TTR_TIER
-  };
-  if (std::size(listed) != std::size(declared)) return false;
-  for (std::size_t i = 0; i < std::size(listed); ++i)
-    for (std::size_t c = 0;; ++c) {
-      if (listed[i][c] != declared[i][c]) return false;
-      if (listed[i][c] == 0) break;
-    }
-  return true;
-}
-static_assert(tiers_match(), "TTR_EACH_TIER in registry.cpp lists the tiers of tiers.def, in order");
 
 std::deque<LayerEntry>& table() {
   static std::deque<LayerEntry> entries = [] {
@@ -69,14 +43,8 @@ std::deque<LayerEntry>& table() {
   out.push_back({layers::spec_##layer(), {}, {}}); \
   out.back().spec.family = #fam;
 #define TTR_FORM(layer, form, direction)                                                                     \
-  entry(#layer).forms.push_back({Form::form, Direction::direction,                                           \
-                                 {&runners::layer##__##form##__##direction::fp32,                            \
-                                  &runners::layer##__##form##__##direction::fp64,                            \
-                                  &runners::layer##__##form##__##direction::bf16,                            \
-                                  &runners::layer##__##form##__##direction::fp16,                            \
-                                  &runners::layer##__##form##__##direction::mpfr,                            \
-                                  &runners::layer##__##form##__##direction::mpfi,                            \
-                                  &runners::layer##__##form##__##direction::mca}});
+  entry(#layer).forms.push_back(                                                                             \
+      {Form::form, Direction::direction, TTR_TIER_RUNNERS(runners::layer##__##form##__##direction)});
 #define TTR_KERNEL(layer, backend, form, direction)                                                          \
   entry(#layer).kernels.push_back(                                                                           \
       {Backend::backend, Form::form, Direction::direction, &kernels::layer##__##backend##__##form##__##direction});
