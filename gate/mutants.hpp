@@ -31,7 +31,7 @@ struct MutantTarget {
 // Special inputs a mutant needs to do any harm that shows: NaN/Inf bugs live on
 // inputs random draws never contain (a zero key, gates summing past exp's range).
 // The default gate's random inputs are not relied upon to contain them; the fuzzer
-// (`ttrcheck fuzz`, oracles/fuzz) generates them and tests/fuzz proves it finds
+// (`ttrcheck fuzz`, fuzz/campaign.cpp) generates them and tests/fuzz proves it finds
 // each such mutant; plant_special_input makes them deterministically for tests.
 enum class SpecialInput {
   none,

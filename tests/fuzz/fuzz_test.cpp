@@ -1,4 +1,4 @@
-// `ttrcheck fuzz` (oracles/fuzz, docs/fuzzing.md): bounded campaigns find each
+// `ttrcheck fuzz` (fuzz/campaign.cpp, docs/fuzzing.md): bounded campaigns find each
 // planted NaN/Inf bug and their reproducers replay to a failure through the CLI;
 // the minimiser keeps the failure and strictly shrinks; a case budget makes a
 // campaign bit-identical; correct kernels give no NaN finding; bad options exit 2.
