@@ -35,12 +35,6 @@ using ttr::Tensor;
 using ttr::TensorMap;
 
 template <class S>
-const Tensor<S>* opt(const TensorMap<S>& in, const char* name) {
-  const auto it = in.find(name);
-  return it == in.end() ? nullptr : &it->second;
-}
-
-template <class S>
 S cst(double x) {
   return ttr::from_double<S>(x);
 }
@@ -58,9 +52,6 @@ struct Case {
 
 // q, k, v, g, beta, h0 and the cotangents do (o), dht (ht). Keys |k_i| ≤ 0.8 and
 // β ≤ 0.75 keep β‖k‖² < 2 (every transition a contraction) for K ≤ 4; g ∈ [−1, 0].
-struct Problem {
-  TensorMap<mp> in, cot;
-};
 Problem make_problem(const Case& c, Gate gate, bool kaczmarz = false) {
   Problem p;
   std::uint64_t s = c.seed;

@@ -27,12 +27,6 @@ using namespace ttr::test::grad;
 using ttr::Tensor;
 using ttr::TensorMap;
 
-template <class S>
-const Tensor<S>* opt(const TensorMap<S>& in, const char* name) {
-  const auto it = in.find(name);
-  return it == in.end() ? nullptr : &it->second;
-}
-
 constexpr double kScale = 0.375;
 
 enum class Gate { none, scalar, per_key };
@@ -43,9 +37,6 @@ struct Case {
   std::uint64_t seed;
 };
 
-struct Problem {
-  TensorMap<mp> in, cot;
-};
 Problem make_problem(const Case& c, Gate gate) {
   Problem p;
   std::uint64_t s = c.seed;

@@ -27,12 +27,6 @@ using ttr::Decay;
 using ttr::Tensor;
 using ttr::TensorMap;
 
-template <class S>
-const Tensor<S>* opt(const TensorMap<S>& in, const char* name) {
-  const auto it = in.find(name);
-  return it == in.end() ? nullptr : &it->second;
-}
-
 constexpr double kScale = 0.5;
 constexpr double kX = 1.5;    // squash range [1/x, x] (FLA default)
 constexpr double kEps = 1e-6;  // inside the log (FLA default)
@@ -43,9 +37,6 @@ struct Case {
   std::uint64_t seed;
 };
 
-struct Problem {
-  TensorMap<mp> in, cot;
-};
 // Keys |k_i| ≤ 0.8, β ≤ 0.75 (β‖k̃‖‖k‖ < 2 with B ≤ 1.5 for K ≤ 3 keeps the delta
 // step tame); A_0 ∈ [0.05, 1] and β_atk ∈ [0.1, 1] keep log(A + eps) away from the
 // squash centre's kink only generically (r = 0 has probability 0).

@@ -25,12 +25,6 @@ using namespace ttr::test::grad;
 using ttr::Tensor;
 using ttr::TensorMap;
 
-template <class S>
-const Tensor<S>* opt(const TensorMap<S>& in, const char* name) {
-  const auto it = in.find(name);
-  return it == in.end() ? nullptr : &it->second;
-}
-
 constexpr double kScale = 0.5;
 constexpr double kLambda = 0.75;
 
@@ -40,9 +34,6 @@ struct Case {
   std::uint64_t seed;
 };
 
-struct Problem {
-  TensorMap<mp> in, cot;
-};
 Problem make_problem(const Case& c) {
   Problem p;
   std::uint64_t s = c.seed;

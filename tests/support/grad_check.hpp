@@ -24,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include "oracles/layers/adapter.hpp"
 #include "reference/core/multiprecision.hpp"
 #include "reference/core/tape.hpp"
 #include "reference/core/tensor.hpp"
@@ -151,5 +152,17 @@ inline constexpr double kFdTol = 1e-55;
 // sum the same terms in different orders over O(T·K·V) operations of size ≲ 1e2, so
 // they agree to ~1e-150; 1e-70 is the project's MPFR agreement bar.
 inline constexpr double kTapeTol = 1e-70;
+
+// An optional input or cotangent, or nullptr: the adapters' optional_input,
+// for the tensors the backward tests build by hand.
+template <class S>
+const Tensor<S>* opt(const TensorMap<S>& in, const char* name) {
+  return ttr::layers::optional_input(in, name);
+}
+
+// A test problem: inputs (forward tensors) and the cotangents of the outputs.
+struct Problem {
+  TensorMap<mp> in, cot;
+};
 
 }  // namespace ttr::test::grad
