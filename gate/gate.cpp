@@ -11,6 +11,7 @@
 #include "gate/kernel_checks.hpp"
 #include "gate/mutants.hpp"
 #include "reference/core/mutant.hpp"
+#include "reference/core/thread_caches.hpp"
 
 namespace ttr {
 namespace {
@@ -199,7 +200,11 @@ GateResult run_gate(const GateOptions& opt) {
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned n = opt.threads > 0 ? static_cast<unsigned>(opt.threads) : hw;
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
+  for (unsigned t = 1; t < n; ++t)
+    pool.emplace_back([&] {
+      const ThreadCaches caches;  // MPFR's per-thread caches, freed as the worker exits
+      worker();
+    });
   worker();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);

@@ -48,6 +48,7 @@ void run_suite(const std::string& suite, std::uint64_t seed) {
   std::string error;
   for (std::size_t i = 0; i < delta_layers().size(); ++i)
     pool.emplace_back([&, i] {
+      const ThreadCaches caches;
       try {
         const LayerEntry& e = find_layer(delta_layers()[i]);
         KernelCheckOptions uo;

@@ -18,6 +18,7 @@
 #include "gate/kernel_checks.hpp"
 #include "gate/error_model.hpp"
 #include "oracles/registry.hpp"
+#include "reference/core/thread_caches.hpp"
 
 namespace ttr::test {
 
@@ -152,6 +153,7 @@ inline void check_full_batch(const LayerEntry& e, const VectorCase& big, std::ui
   std::vector<std::thread> pool;
   for (OracleCheck& c : checks)
     pool.emplace_back([&e, &cfg, &c] {
+      const ThreadCaches caches;
       const TensorMap<double> oracle = run_layer(e, Form::sequential, {Tier::mpfr, 128}, c.in, cfg).values;
       ModelSpec ms;
       ms.chunk_size = kKernelChunkSize;
@@ -196,6 +198,7 @@ inline void check_cases(const LayerEntry& e, const std::vector<VectorCase>& case
   std::vector<std::thread> pool;
   for (std::size_t i = 0; i < units.size(); ++i)
     pool.emplace_back([&, i] {
+      const ThreadCaches caches;
       try {
         KernelCheckOptions uo;
         uo.cross = true;
