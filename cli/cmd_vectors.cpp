@@ -98,19 +98,7 @@ Command add_vectors(CLI::App& app) {
           entry["oracle"] = out_path.filename().string();
         }
         if (o->backward) {
-          // The cotangents: drawn like any value tensor (N(0,1) on the bf16 grid),
-          // each from its own stream of (seed, layer, case, name), so the
-          // forward tensors and each cotangent are the same whatever else is drawn.
-          const LayerSpec bwd = backward_spec(l->spec);
-          LayerSpec cot = bwd;
-          cot.inputs.clear();
-          for (const TensorSpec& t : bwd.inputs)
-            if (!l->spec.input(t.name)) {
-              cot.inputs.push_back(t);
-              cot.inputs.back().required = true;
-            }
-          TensorMap<double> binputs = generate_inputs(l->spec, c, o->seed);
-          for (auto& [name, t] : generate_inputs(cot, c, o->seed)) binputs[name] = std::move(t);
+          TensorMap<double> binputs = generate_backward_inputs(l->spec, c, o->seed);
           auto bmeta = base_metadata("inputs", l->spec, cfg);
           bmeta["seed"] = std::to_string(o->seed);
           bmeta["suite"] = o->suite;

@@ -289,4 +289,17 @@ void keep_writes_contractive(const LayerSpec& spec, TensorMap<double>& out) {
   }
 }
 
+TensorMap<double> generate_backward_inputs(const LayerSpec& spec, const VectorCase& c, std::uint64_t seed) {
+  LayerSpec cot = backward_spec(spec);
+  cot.inputs.clear();
+  for (const TensorSpec& t : backward_spec(spec).inputs)
+    if (!spec.input(t.name)) {
+      cot.inputs.push_back(t);
+      cot.inputs.back().required = true;
+    }
+  TensorMap<double> in = generate_inputs(spec, c, seed);
+  for (auto& [name, t] : generate_inputs(cot, c, seed)) in[name] = std::move(t);
+  return in;
+}
+
 }  // namespace ttr

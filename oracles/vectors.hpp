@@ -51,4 +51,10 @@ void keep_writes_contractive(const LayerSpec& spec, TensorMap<double>& inputs);
 // Inputs of one case; the same (spec, case, seed) gives bit-identical tensors.
 TensorMap<double> generate_inputs(const LayerSpec& spec, const VectorCase& c, std::uint64_t seed);
 
+// The inputs of the backward direction (backward_spec): the case's forward inputs
+// plus a cotangent of every output (do, dht, …), each cotangent drawn like a value
+// tensor (N(0,1) on the bf16 grid) from its own stream of (seed, layer, case,
+// name), so the forward tensors and each cotangent are the same whatever else is drawn.
+TensorMap<double> generate_backward_inputs(const LayerSpec& spec, const VectorCase& c, std::uint64_t seed);
+
 }  // namespace ttr

@@ -15,13 +15,24 @@ struct delta_rule {
     delta_rule_sequential(qk.q, qk.k, in.at("v"), in.at("beta"), optional_input(in, "h0"), scale_of(cfg, qk.q), out["o"], out["ht"]);
   }
 
-  // The backward direction: the hand-derived adjoint of the sequential form.
+  // The backward direction: the sequential adjoint (the oracle) and the chunkwise
+  // backward (the kernels' algorithm) share the layer's chain rule; only the
+  // delta core differs (reference/family/delta_backward_core.hpp).
   template <class T>
   static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+    backward(in, cfg, SequentialDeltaCore{}, out);
+  }
+  template <class P>
+  static void chunk_backward(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
+                             TensorMap<typename P::acc>& out) {
+    backward(policy_inputs<P>(raw), cfg, ChunkDeltaCore<P>{opt.chunk_size}, out);
+  }
+  template <class T, class Core>
+  static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
     const QK<T> qk = qk_of(in, cfg);
     Tensor<T> dh0;
     delta_rule_backward(qk.q, qk.k, in.at("v"), in.at("beta"), optional_input(in, "h0"), scale_of(cfg, qk.q),
-                        in.at("do"), optional_input(in, "dht"), out["dq"], out["dk"], out["dv"], out["dbeta"], dh0);
+                        in.at("do"), optional_input(in, "dht"), out["dq"], out["dk"], out["dv"], out["dbeta"], dh0, core);
     qk_backward(in, cfg, out["dq"], out["dk"]);
     put_if_given(in, "h0", out, std::move(dh0));
   }

@@ -58,14 +58,25 @@ struct precond_delta_adapter {
     precond_delta_sequential<T>(b.args(kDecay, in, cfg), {out["o"], out["ht"], out["final_A_state"]});
   }
 
-  // The backward direction: the hand-derived adjoint of the sequential form
-  // (delta core, then the preconditioner, then the L2 norm).
+  // The backward direction: the sequential adjoint (the oracle) and the chunkwise
+  // backward (the kernels' algorithm) share the chain rule (delta core, then the
+  // preconditioner, then the L2 norm); only the delta core differs
+  // (reference/family/delta_backward_core.hpp).
   template <class T>
   static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+    backward(in, cfg, SequentialDeltaCore{}, out);
+  }
+  template <class P>
+  static void chunk_backward(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
+                             TensorMap<typename P::acc>& out) {
+    backward(policy_inputs<P>(raw), cfg, ChunkDeltaCore<P>{opt.chunk_size}, out);
+  }
+  template <class T, class Core>
+  static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
     const PrecondBound<T> b = bind_precond(in, cfg);
     PrecondDeltaGrads<T> g;
     precond_delta_backward<T>(b.args(kDecay, in, cfg),
-                              {in.at("do"), optional_input(in, "dht"), optional_input(in, "dfinal_A_state")}, g);
+                              {in.at("do"), optional_input(in, "dht"), optional_input(in, "dfinal_A_state")}, g, core);
     qk_backward(in, cfg, g.dq, g.dk);
     out["dq"] = std::move(g.dq), out["dk"] = std::move(g.dk), out["dv"] = std::move(g.dv);
     out["dg"] = std::move(g.dg), out["dbeta"] = std::move(g.dbeta);

@@ -9,7 +9,7 @@
 
 #include <utility>
 
-#include "reference/family/delta_backward.hpp"
+#include "reference/family/delta_backward_core.hpp"
 #include "reference/kaczmarz_delta_rule/sequential.hpp"
 
 namespace ttr {
@@ -32,14 +32,14 @@ void kaczmarz_step_backward(const Tensor<T>& k, const Tensor<T>& eta, const T& e
   }
 }
 
-template <class T>
+template <class T, class Core = SequentialDeltaCore>
 void kaczmarz_delta_rule_backward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const Tensor<T>& g,
                                   const Tensor<T>& eta, const T& eps, const Tensor<T>* h0, const T& scale,
                                   const Tensor<T>& do_, const Tensor<T>* dht, Tensor<T>& dq, Tensor<T>& dk,
-                                  Tensor<T>& dv, Tensor<T>& dg, Tensor<T>& dbeta, Tensor<T>& dh0) {
+                                  Tensor<T>& dv, Tensor<T>& dg, Tensor<T>& dbeta, Tensor<T>& dh0, const Core& core = {}) {
   const Tensor<T> beta = kaczmarz_step(k, eta, eps);
   DeltaGrads<T> gr;
-  delta_backward<T>(Decay::scalar, q, k, k, v, beta, &g, h0, scale, do_, dht, gr);
+  core(Decay::scalar, q, k, k, v, beta, &g, h0, scale, do_, dht, gr);
   add_into(gr.dk, gr.dw);
   kaczmarz_step_backward(k, eta, eps, gr.dbeta, dbeta, gr.dk);
   dq = std::move(gr.dq), dk = std::move(gr.dk), dv = std::move(gr.dv), dg = std::move(gr.dg);

@@ -4,17 +4,17 @@
 // this is gated_delta_rule's, and Σ_i dg_{t,i} is gated_delta_rule's dg_t.
 #pragma once
 
-#include "reference/family/delta_backward.hpp"
+#include "reference/family/delta_backward_core.hpp"
 
 namespace ttr {
 
-template <class T>
+template <class T, class Core = SequentialDeltaCore>
 void kda_backward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const Tensor<T>& g,
                   const Tensor<T>& beta, const Tensor<T>* h0, const T& scale, const Tensor<T>& do_,
                   const Tensor<T>* dht, Tensor<T>& dq, Tensor<T>& dk, Tensor<T>& dv, Tensor<T>& dg, Tensor<T>& dbeta,
-                  Tensor<T>& dh0) {
+                  Tensor<T>& dh0, const Core& core = {}) {
   DeltaGrads<T> gr;
-  delta_backward<T>(Decay::per_key, q, k, k, v, beta, &g, h0, scale, do_, dht, gr);
+  core(Decay::per_key, q, k, k, v, beta, &g, h0, scale, do_, dht, gr);
   add_into(gr.dk, gr.dw);
   dq = std::move(gr.dq), dk = std::move(gr.dk), dv = std::move(gr.dv), dg = std::move(gr.dg);
   dbeta = std::move(gr.dbeta), dh0 = std::move(gr.dh0);

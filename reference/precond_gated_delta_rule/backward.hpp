@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "reference/family/atk_backward.hpp"
-#include "reference/family/delta_backward.hpp"
+#include "reference/family/delta_backward_core.hpp"
 #include "reference/family/precond_delta.hpp"
 
 namespace ttr {
@@ -38,12 +38,13 @@ struct PrecondDeltaGrads {
 
 // a.decay: Decay::scalar (PGDN, g [B,T,H]) or Decay::per_key (PKDA, g [B,T,H,K];
 // PDN App. D: "the PKDA backward pass is analogously adapted").
-template <class T>
-void precond_delta_backward(const PrecondDelta<T>& a, const PrecondDeltaCotangents<T>& cot, PrecondDeltaGrads<T>& g) {
+template <class T, class Core = SequentialDeltaCore>
+void precond_delta_backward(const PrecondDelta<T>& a, const PrecondDeltaCotangents<T>& cot, PrecondDeltaGrads<T>& g,
+                            const Core& core = {}) {
   Tensor<T> k_tilde, A_final, dk_atk;
   atk_write_keys(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, k_tilde, A_final);
   DeltaGrads<T> gr;
-  delta_backward<T>(a.decay, a.q, a.k, k_tilde, a.v, a.beta, &a.g, a.h0, a.scale, cot.o, cot.ht, gr);
+  core(a.decay, a.q, a.k, k_tilde, a.v, a.beta, &a.g, a.h0, a.scale, cot.o, cot.ht, gr);
   atk_write_keys_backward(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, gr.dw, cot.A_final, dk_atk,
                           g.dg_atk, g.dbeta_atk, g.dA0, g.dlog_atk_scale);
   add_into(gr.dk, dk_atk);

@@ -142,7 +142,7 @@ TEST(PrecondBackward, UnitRangeIsThePlainLayer) {
       TensorMap<mp> want;
       const auto plain = decay == Decay::scalar ? &ttr::gated_delta_rule_backward<mp> : &ttr::kda_backward<mp>;
       plain(in.at("q"), in.at("k"), in.at("v"), in.at("g"), in.at("beta"), &in.at("h0"), mp(kScale), p.cot.at("o"),
-            &p.cot.at("ht"), want["q"], want["k"], want["v"], want["g"], want["beta"], want["h0"]);
+            &p.cot.at("ht"), want["q"], want["k"], want["v"], want["g"], want["beta"], want["h0"], ttr::SequentialDeltaCore{});
       if (dAt) want.erase("k");
       for (const auto& [name, w] : want) EXPECT_LT(rel_err(got.at(name), w), 1e-140) << name;
       EXPECT_EQ(max_abs(got.at("log_atk_scale")), 0.0);

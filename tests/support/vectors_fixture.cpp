@@ -15,28 +15,37 @@ namespace {
 
 using MpfrRun = void (*)(const TensorMap<mpfr_real>&, const Config&, const FormOptions&, TensorMap<mpfr_real>&);
 
-// Every forward (layer, form) of layers.def, instantiated for MPFR (the chunk
+// Every (layer, form, direction) of layers.def, instantiated for MPFR (the chunk
 // and scan forms under the exact MPFR policy).
-#define TTR_FORM(layer, form, direction) TTR_FORM_##direction(layer, form)
-#define TTR_FORM_backward(layer, form)
-#define TTR_FORM_forward(layer, form)                                                                    \
-  void run_##layer##__##form(const TensorMap<mpfr_real>& in, const Config& cfg, const FormOptions& opt,    \
-                             TensorMap<mpfr_real>& out) {                                                 \
-    layers::layer::template form<forms::form::arg<mpfr_real>>(in, cfg, opt, out);                        \
+#define TTR_FORM(layer, form, direction)                                                                   \
+  void run_##layer##__##form##__##direction(const TensorMap<mpfr_real>& in, const Config& cfg,             \
+                                            const FormOptions& opt, TensorMap<mpfr_real>& out) {           \
+    layers::layer::template TTR_ADAPTER_METHOD(form, direction)<forms::form::arg<mpfr_real>>(in, cfg, opt, out); \
   }
 #include "oracles/layers/layers.def"
-#undef TTR_FORM_forward
 
-const std::map<std::pair<std::string, std::string>, MpfrRun>& adapters() {
-  static const std::map<std::pair<std::string, std::string>, MpfrRun> m = {
+using AdapterMap = std::map<std::pair<std::string, std::string>, MpfrRun>;
+
+const AdapterMap& adapters(Direction d) {
+  static const AdapterMap forward = {
 #define TTR_FORM(layer, form, direction) TTR_FORM_##direction(layer, form)
-#define TTR_FORM_forward(layer, form) {{#layer, #form}, &run_##layer##__##form},
+#define TTR_FORM_forward(layer, form) {{#layer, #form}, &run_##layer##__##form##__forward},
+#define TTR_FORM_backward(layer, form)
 #include "oracles/layers/layers.def"
 #undef TTR_FORM_forward
 #undef TTR_FORM_backward
   };
-  return m;
+  static const AdapterMap backward = {
+#define TTR_FORM(layer, form, direction) TTR_FORM_##direction(layer, form)
+#define TTR_FORM_forward(layer, form)
+#define TTR_FORM_backward(layer, form) {{#layer, #form}, &run_##layer##__##form##__backward},
+#include "oracles/layers/layers.def"
+#undef TTR_FORM_forward
+#undef TTR_FORM_backward
+  };
+  return d == Direction::forward ? forward : backward;
 }
+const AdapterMap& adapters() { return adapters(Direction::forward); }
 
 }  // namespace
 
@@ -75,14 +84,16 @@ const std::vector<std::string>& mpfr_layer_names() {
   return names;
 }
 
-const std::vector<std::pair<std::string, std::string>>& mpfr_parallel_forms() {
-  static const std::vector<std::pair<std::string, std::string>> forms = [] {
+const std::vector<std::pair<std::string, std::string>>& mpfr_parallel_forms(Direction d) {
+  static const auto list = [](Direction dir) {
     std::vector<std::pair<std::string, std::string>> f;
-    for (const auto& [key, _] : adapters())
+    for (const auto& [key, _] : adapters(dir))
       if (key.second != "sequential") f.push_back(key);
     return f;
-  }();
-  return forms;
+  };
+  static const std::vector<std::pair<std::string, std::string>> forward = list(Direction::forward),
+                                                                 backward = list(Direction::backward);
+  return d == Direction::forward ? forward : backward;
 }
 
 TensorMap<mpfr_real> mpfr_sequential(const std::string& layer, const TensorMap<double>& inputs, const Config& cfg,
@@ -91,9 +102,10 @@ TensorMap<mpfr_real> mpfr_sequential(const std::string& layer, const TensorMap<d
 }
 
 TensorMap<mpfr_real> mpfr_form(const std::string& layer, const std::string& form, const TensorMap<double>& inputs,
-                               const Config& cfg, unsigned bits, int chunk_size) {
-  const auto it = adapters().find({layer, form});
-  if (it == adapters().end()) throw std::runtime_error("no " + form + " MPFR adapter for layer " + layer);
+                               const Config& cfg, unsigned bits, int chunk_size, Direction d) {
+  const auto it = adapters(d).find({layer, form});
+  if (it == adapters(d).end())
+    throw std::runtime_error("no " + form + " " + direction_name(d) + " MPFR adapter for layer " + layer);
   // The thread's default precision is restored on return: other tests in this
   // binary may rely on it.
   struct Restore {

@@ -47,13 +47,16 @@ const std::vector<std::string>& mpfr_layer_names();
 TensorMap<mpfr_real> mpfr_sequential(const std::string& layer, const TensorMap<double>& inputs, const Config& cfg,
                                      unsigned bits);
 
-// Every (layer, form) pair of layers.def other than the sequential forms: the
-// chunk and scan forms whose equivalence with the definition the tests prove.
-const std::vector<std::pair<std::string, std::string>>& mpfr_parallel_forms();
+// Every (layer, form) pair of layers.def in direction d other than the sequential
+// forms: the chunk and scan forms whose equivalence with the definition (forward)
+// or with the exact adjoint (backward) the tests prove.
+const std::vector<std::pair<std::string, std::string>>& mpfr_parallel_forms(Direction d = Direction::forward);
 
 // Runs any form of `layer` in MPFR at `bits` (chunk and scan forms under the exact
-// MPFR policy, chunk size `chunk_size`); as mpfr_sequential otherwise.
+// MPFR policy, chunk size `chunk_size`); as mpfr_sequential otherwise. Backward:
+// the inputs carry the cotangents, the outputs are the gradients.
 TensorMap<mpfr_real> mpfr_form(const std::string& layer, const std::string& form, const TensorMap<double>& inputs,
-                               const Config& cfg, unsigned bits, int chunk_size);
+                               const Config& cfg, unsigned bits, int chunk_size,
+                               Direction d = Direction::forward);
 
 }  // namespace ttr::test

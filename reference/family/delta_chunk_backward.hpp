@@ -1,0 +1,297 @@
+// Chunkwise backward of the delta-rule core (delta_chunk.hpp), in the structure
+// of flash-linear-attention's chunk_gated_delta_rule_bwd (PDN App. D, Fig. 9 (a)):
+// the adjoint of the chunk form's own equations, chunk by chunk from the last,
+// so that in exact arithmetic it equals the sequential adjoint
+// (delta_backward.hpp) and under a 16-bit policy it is a realistic backward
+// kernel. Generic over the arithmetic policy P, like the forward.
+//
+// Forward of chunk n (delta_chunk.hpp; c tokens, cumulative log decay b, chunk-
+// initial state S_0, read keys K, write keys W_k, Γ_ts = e^{b_t − b_s}):
+//   A  = tril(Diag(β) [K W_kᵀ ⊙ Γ], −1),  T = (I + A)⁻¹             (UT transform)
+//   Wy = T X,  X = Diag(β)(K ⊙ e^{b});  U = T Y,  Y = Diag(β) V      (WY / UT)
+//   Δ  = U − Wy S_0                                                   (v_new)
+//   O  = scale·[(Q ⊙ e^{b}) S_0 + M Δ],  M = [Q W_kᵀ ⊙ Γ]_{s ≤ t}
+//   S_end = Diag(e^{b_last}) S_0 + (W_k ⊙ e^{b_last − b})ᵀ Δ
+// Adjoint, with dO = ∂L/∂O and dS_end = ∂L/∂S_end (dht for the last chunk):
+//   dΔ   = scale·Mᵀ dO + (W_k ⊙ e^{b_last − b}) dS_end               (FLA's dv2, chunk_bwd_dhu)
+//   dS_0 = Diag(e^{b_last}) dS_end + scale·(Q ⊙ e^{b})ᵀ dO − Wyᵀ dΔ   (FLA's dh, the backward state pass)
+//   dM   = scale·dO Δᵀ on s ≤ t;  d(Q ⊙ e^b) = scale·dO S_0ᵀ;  d(W_k ⊙ e^{b_last−b}) = Δ dS_endᵀ
+//   dU = dΔ,  dWy = −dΔ S_0ᵀ                                          (chunk_bwd_dqkwg's dw)
+//   dT = dU Yᵀ + dWy Xᵀ,  dX = Tᵀ dWy,  dY = Tᵀ dU,  dA = −Tᵀ dT Tᵀ on s < t
+//                                                                      (prepare_wy_repr_bwd)
+//   and through A_ts = β_t G_ts, G_ts = Σ_d k_td w_sd e^{b_td − b_sd}:  dβ_t += Σ_s dA_ts G_ts,
+//   dG = Diag(β) dA; every pairwise product P_ts = Σ_d x_td y_sd e^{b_td − b_sd} (M and G)
+//   gives dx_td += Σ_s dP_ts y_sd e, dy_sd += Σ_t dP_ts x_td e, db_td += Σ_s dP_ts x_td y_sd e,
+//   db_sd −= the same; the row decays give db_td += d(x ⊙ e^b)_td (x ⊙ e^b)_td and
+//   db_last += Σ_t d(w ⊙ e^{b_last − b})_td (w ⊙ …)_td, db_td −= the same term; the state
+//   decay gives db_last,d += Σ_j dS_end,dj e^{b_last,d} S_0,dj. Finally dg is the reverse
+//   cumulative sum of db inside the chunk (b_t = Σ_{i ≤ t, i in chunk} g_i): dg_i = Σ_{t ≥ i} db_t,
+//   reset at every chunk start (FLA's chunk_local_cumsum(reverse=True)). Scalar gates sum
+//   the per-key terms over d.
+// The read key k and the write key w get separate gradients dk, dw (the callers add
+// them, or chain dw through the preconditioner), as in delta_backward.hpp.
+//
+// Stored vs recomputed (FLA's structure): a forward pass over the chunks stores the
+// chunk-initial states S_0 (FLA's h, one K×V block per chunk; stepped by the forward's
+// own delta_chunk_sequence, so bit for bit the forward's); each chunk's A, T, Wy, U,
+// Δ, M are recomputed in the backward sweep (FLA's recompute_w_u_fwd).
+//
+// Arithmetic policy P: what the forward narrows is narrowed the same way when
+// recomputed; in addition the cotangent do and dht are inputs (16-bit), dS_end is
+// read as a 16-bit operand (FLA stores dh per chunk as q.dtype), dΔ is stored in
+// 16 bits (dv2) and so is dWy (dw); the running dS carried between chunks, dA, the
+// gate gradients and their reverse sum stay in acc (fp32); dq, dk, dw, dv, dβ are
+// written in 16 bits, dg and dh0 in acc (fp32, as FLA returns them for fp32 g, h0).
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "reference/family/delta_backward.hpp"
+#include "reference/family/delta_chunk.hpp"
+
+namespace ttr {
+
+// Given dP for P_ts = Σ_d X_td Y_sd e^{b_td − b_sd} over the causal pairs (s < t when
+// strict, else s ≤ t), accumulates dX, dY and db (c×1 for scalar gates, c×K per key).
+template <class A>
+void masked_decayed_products_backward(Decay kind, const Matrix<A>& X, const Matrix<A>& Y, const Matrix<A>& b,
+                                      bool strict, const Matrix<A>& dP, Matrix<A>& dX, Matrix<A>& dY, Matrix<A>& db) {
+  const int c = X.rows, K = X.cols;
+  for (int t = 0; t < c; ++t)
+    for (int s = 0; s <= (strict ? t - 1 : t); ++s) {
+      const A& d = dP(t, s);
+      for (int i = 0; i < K; ++i) {
+        const A e = kind == Decay::none ? from_double<A>(1.0) : decay_between(b, t, s, i);
+        const A de = d * e;
+        mul_add_to(dX(t, i), de, Y(s, i));
+        mul_add_to(dY(s, i), de, X(t, i));
+        if (kind == Decay::none) continue;
+        const A term = de * X(t, i) * Y(s, i);
+        const int col = b.cols == 1 ? 0 : i;
+        db(t, col) += term;
+        db(s, col) -= term;
+      }
+    }
+}
+
+template <class P>
+struct DeltaChunkBackwardWork {
+  using A = typename P::acc;
+  DeltaChunkWork<P> fwd;
+  Matrix<A> q, k, w, v, b, a, eye, t_inv, bk, bv, wy, u, s0, delta, qd, wd, scores, dO, dse, ddelta, dqd, dscores,
+      dwd, dwy, dt, dbk, dbv, da, tmp, dq, dk, dw, dv, db;
+  std::vector<A> dbeta;
+  std::vector<std::vector<A>> states;
+};
+
+// One (batch, head) sequence. S0: the initial state. dS: on entry ∂L/∂S_T (zeros
+// when dht is absent), on exit ∂L/∂S_0.
+template <class P>
+void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std::int64_t len, int K, int V,
+                                   const typename P::acc& scale, int chunk, const typename P::acc* S0,
+                                   SeqView<const typename P::acc> do_, typename P::acc* dS,
+                                   const DeltaGradSequence<typename P::acc>& gr, DeltaChunkBackwardWork<P>& w) {
+  using A = typename P::acc;
+  using std::exp;
+  const A zero = from_double<A>(0.0), one = from_double<A>(1.0);
+  const std::size_t KV = static_cast<std::size_t>(K) * V;
+  const std::int64_t chunks = (len + chunk - 1) / chunk;
+  // Forward over the chunks: S_0 of every chunk, by the forward's own code.
+  w.states.assign(static_cast<std::size_t>(chunks), std::vector<A>(S0, S0 + KV));
+  std::vector<A> S(S0, S0 + KV), o_scratch(static_cast<std::size_t>(chunk) * V);
+  const auto from = [](const SeqView<const A>& x, std::int64_t t0) {
+    return SeqView<const A>{x.base ? x.row(t0) : nullptr, x.stride, x.features};
+  };
+  for (std::int64_t n = 0; n < chunks; ++n) {
+    const std::int64_t t0 = n * chunk;
+    std::copy(S.begin(), S.end(), w.states[static_cast<std::size_t>(n)].begin());
+    if (n + 1 == chunks) break;
+    const DeltaSequence<A> part{from(s.q, t0), from(s.k, t0), from(s.v, t0), from(s.w, t0), from(s.beta, t0),
+                                from(s.g, t0), s.decay};
+    delta_chunk_sequence<P>(part, chunk, K, V, scale, chunk, S.data(), SeqView<A>{o_scratch.data(), V, V}, w.fwd);
+  }
+  for (std::size_t e = 0; e < KV; ++e) dS[e] = P::narrow(dS[e]);  // dht: a 16-bit input
+  // Backward over the chunks, last first.
+  for (std::int64_t n = chunks - 1; n >= 0; --n) {
+    const std::int64_t t0 = n * chunk;
+    const int c = static_cast<int>(std::min<std::int64_t>(chunk, len - t0));
+    const std::vector<A>& Sn = w.states[static_cast<std::size_t>(n)];
+    // Recompute the chunk's forward quantities exactly as delta_chunk_sequence does.
+    gather_rows<P>(s.q, t0, c, K, w.q);
+    gather_rows<P>(s.k, t0, c, K, w.k);
+    gather_rows<P>(s.w, t0, c, K, w.w);
+    gather_rows<P>(s.v, t0, c, V, w.v);
+    cumulative_gates(s.decay, s.g, t0, c, K, w.b);
+    std::vector<A> beta(c);
+    for (int t = 0; t < c; ++t) beta[t] = P::narrow(s.beta.at(t0 + t));
+    masked_decayed_products<P>(s.decay, w.k, w.w, w.b, true, w.a);  // G (the β-free A)
+    Matrix<A> a_beta = w.a;
+    for (int t = 0; t < c; ++t)
+      for (int j = 0; j < t; ++j) a_beta(t, j) *= beta[t];
+    w.eye.assign(c, c, zero);
+    for (int t = 0; t < c; ++t) w.eye(t, t) = one;
+    unit_lower_solve(a_beta, w.eye, w.t_inv);
+    narrow_all<P>(w.t_inv.a);
+    decay_rows<P>(s.decay, w.k, w.b, false, w.bk);
+    Matrix<A> kd = w.bk;  // K ⊙ e^{b}, narrowed as the forward's operand
+    w.bv = w.v;
+    for (int t = 0; t < c; ++t) {
+      for (int d = 0; d < K; ++d) w.bk(t, d) = P::narrow(beta[t] * w.bk(t, d));
+      for (int j = 0; j < V; ++j) w.bv(t, j) = P::narrow(beta[t] * w.bv(t, j));
+    }
+    chunk_gemm_nn<P>(w.t_inv, w.bk, w.wy);
+    chunk_gemm_nn<P>(w.t_inv, w.bv, w.u);
+    narrow_all<P>(w.wy.a);
+    narrow_all<P>(w.u.a);
+    state_operand<P>(Sn.data(), K, V, w.s0);
+    chunk_gemm_nn<P>(w.wy, w.s0, w.delta);
+    for (std::size_t i = 0; i < w.delta.a.size(); ++i) w.delta.a[i] = P::narrow(w.u.a[i] - w.delta.a[i]);
+    decay_rows<P>(s.decay, w.q, w.b, false, w.qd);
+    masked_decayed_products<P>(s.decay, w.q, w.w, w.b, false, w.scores);
+    narrow_all<P>(w.scores.a);
+    decay_rows<P>(s.decay, w.w, w.b, true, w.wd);
+
+    // The cotangents of the chunk's outputs.
+    gather_rows<P>(do_, t0, c, V, w.dO);
+    state_operand<P>(dS, K, V, w.dse);
+    // dΔ = scale·Mᵀ dO + (W_k ⊙ e^{b_last − b}) dS_end.
+    chunk_gemm_tn<P>(w.scores, w.dO, w.ddelta);
+    for (auto& x : w.ddelta.a) x *= scale;
+    chunk_gemm_nn<P>(w.wd, w.dse, w.ddelta, true);
+    narrow_all<P>(w.ddelta.a);
+
+    w.dq.assign(c, K, zero), w.dk.assign(c, K, zero), w.dw.assign(c, K, zero), w.dv.assign(c, V, zero);
+    w.db.assign(c, w.b.cols, zero);
+    w.dbeta.assign(c, zero);
+    const int last = c - 1;
+    // The state decay Diag(e^{b_last}) S_0 and the carried dS_0.
+    if (s.decay != Decay::none)
+      for (int i = 0; i < K; ++i) {
+        A acc = zero;
+        for (int j = 0; j < V; ++j) mul_add_to(acc, dS[static_cast<std::size_t>(i) * V + j], Sn[static_cast<std::size_t>(i) * V + j]);
+        w.db(last, w.b.cols == 1 ? 0 : i) += acc * exp(w.b(last, w.b.cols == 1 ? 0 : i));
+      }
+    // d(W_k ⊙ e^{b_last − b}) = Δ dS_endᵀ (before dS is overwritten).
+    chunk_gemm_nt<P>(w.delta, w.dse, w.dwd);
+    decay_state(s.decay, w.b, dS, K, V);
+    chunk_gemm_tn<P>(w.qd, w.dO, w.tmp);  // (Q ⊙ e^b)ᵀ dO
+    for (std::size_t e = 0; e < KV; ++e) mul_add_to(dS[e], scale, w.tmp.a[e]);
+    chunk_gemm_tn<P>(w.wy, w.ddelta, w.tmp);  // Wyᵀ dΔ
+    for (std::size_t e = 0; e < KV; ++e) dS[e] -= w.tmp.a[e];
+
+    // The output's two reads: d(Q ⊙ e^b) = scale·dO S_0ᵀ and dM = scale·dO Δᵀ (s ≤ t).
+    chunk_gemm_nt<P>(w.dO, w.s0, w.dqd);
+    for (auto& x : w.dqd.a) x *= scale;
+    chunk_gemm_nt<P>(w.dO, w.delta, w.dscores);
+    for (auto& x : w.dscores.a) x *= scale;
+    masked_decayed_products_backward(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db);
+    // The row decays: x ⊙ e^{b} (queries) and w ⊙ e^{b_last − b} (write keys).
+    for (int t = 0; t < c; ++t)
+      for (int d = 0; d < K; ++d) {
+        const int col = w.b.cols == 1 ? 0 : d;
+        const A eq = s.decay == Decay::none ? one : exp(w.b(t, col));
+        const A ew = s.decay == Decay::none ? one : exp(w.b(last, col) - w.b(t, col));
+        mul_add_to(w.dq(t, d), w.dqd(t, d), eq);
+        mul_add_to(w.dw(t, d), w.dwd(t, d), ew);
+        if (s.decay == Decay::none) continue;
+        w.db(t, col) += w.dqd(t, d) * w.qd(t, d);
+        const A tw = w.dwd(t, d) * w.wd(t, d);
+        w.db(last, col) += tw;
+        w.db(t, col) -= tw;
+      }
+
+    // Δ = U − Wy S_0: dU = dΔ, dWy = −dΔ S_0ᵀ (stored in 16 bits, FLA's dw).
+    chunk_gemm_nt<P>(w.ddelta, w.s0, w.dwy);
+    for (auto& x : w.dwy.a) x = P::narrow(-x);
+    // Wy = T X, U = T Y: dT = dU Yᵀ + dWy Xᵀ (strictly lower: T has a unit diagonal),
+    // dX = Tᵀ dWy, dY = Tᵀ dU; T = (I + A)⁻¹: dA = −Tᵀ dT Tᵀ (strictly lower).
+    chunk_gemm_nt<P>(w.ddelta, w.bv, w.dt);
+    chunk_gemm_nt<P>(w.dwy, w.bk, w.dt, true);
+    chunk_gemm_tn<P>(w.t_inv, w.dwy, w.dbk);
+    chunk_gemm_tn<P>(w.t_inv, w.ddelta, w.dbv);
+    for (int t = 0; t < c; ++t)
+      for (int j = t; j < c; ++j) w.dt(t, j) = zero;
+    chunk_gemm_tn<P>(w.t_inv, w.dt, w.tmp);    // Tᵀ dT
+    chunk_gemm_nt<P>(w.tmp, w.t_inv, w.da);    // (Tᵀ dT) Tᵀ
+    for (int t = 0; t < c; ++t)
+      for (int j = 0; j < c; ++j) w.da(t, j) = j < t ? -w.da(t, j) : zero;
+    // X = Diag(β)(K ⊙ e^b), Y = Diag(β) V.
+    for (int t = 0; t < c; ++t) {
+      for (int d = 0; d < K; ++d) {
+        mul_add_to(w.dbeta[t], w.dbk(t, d), kd(t, d));
+        const int col = w.b.cols == 1 ? 0 : d;
+        const A e = s.decay == Decay::none ? one : exp(w.b(t, col));
+        mul_add_to(w.dk(t, d), beta[t] * e, w.dbk(t, d));
+        if (s.decay != Decay::none) w.db(t, col) += w.dbk(t, d) * w.bk(t, d);
+      }
+      for (int j = 0; j < V; ++j) {
+        mul_add_to(w.dbeta[t], w.dbv(t, j), w.v(t, j));
+        mul_add_to(w.dv(t, j), beta[t], w.dbv(t, j));
+      }
+    }
+    // A = Diag(β) G: dβ_t += Σ_s dA_ts G_ts, dG = Diag(β) dA.
+    for (int t = 0; t < c; ++t)
+      for (int j = 0; j < t; ++j) {
+        mul_add_to(w.dbeta[t], w.da(t, j), w.a(t, j));
+        w.da(t, j) *= beta[t];
+      }
+    masked_decayed_products_backward(s.decay, w.k, w.w, w.b, true, w.da, w.dk, w.dw, w.db);
+
+    // Write the chunk's gradients; dg is the chunk-local reverse cumulative sum of db.
+    for (int t = 0; t < c; ++t) {
+      for (int d = 0; d < K; ++d) {
+        gr.dq.row(t0 + t)[d] = P::narrow(w.dq(t, d));
+        gr.dk.row(t0 + t)[d] = P::narrow(w.dk(t, d));
+        gr.dw.row(t0 + t)[d] = P::narrow(w.dw(t, d));
+      }
+      for (int j = 0; j < V; ++j) gr.dv.row(t0 + t)[j] = P::narrow(w.dv(t, j));
+      gr.dbeta.at(t0 + t) = P::narrow(w.dbeta[t]);
+    }
+    if (s.decay == Decay::none) continue;
+    for (int col = 0; col < w.b.cols; ++col) {
+      A run = zero;
+      for (int t = last; t >= 0; --t) {
+        run += w.db(t, col);
+        if (s.decay == Decay::per_key) gr.dg.row(t0 + t)[col] = run;
+        else gr.dg.at(t0 + t) = run;
+      }
+    }
+  }
+}
+
+// Whole-tensor driver, the chunk counterpart of delta_backward (same arguments
+// plus the chunk size).
+template <class P>
+void delta_chunk_backward(Decay kind, const Tensor<typename P::acc>& q, const Tensor<typename P::acc>& k,
+                          const Tensor<typename P::acc>& w, const Tensor<typename P::acc>& v,
+                          const Tensor<typename P::acc>& beta, const Tensor<typename P::acc>* g,
+                          const Tensor<typename P::acc>* h0, const typename P::acc& scale, int chunk,
+                          const Tensor<typename P::acc>& do_, const Tensor<typename P::acc>* dht,
+                          DeltaGrads<typename P::acc>& out) {
+  using A = typename P::acc;
+  const std::int64_t B = q.dim(0), len = q.dim(1), H = q.dim(2);
+  const int K = static_cast<int>(q.dim(3)), V = static_cast<int>(v.dim(3));
+  const A zero = from_double<A>(0.0);
+  out.dq = Tensor<A>(q.shape, zero);
+  out.dk = Tensor<A>(k.shape, zero);
+  out.dw = Tensor<A>(w.shape, zero);
+  out.dv = Tensor<A>(v.shape, zero);
+  out.dbeta = Tensor<A>(beta.shape, zero);
+  out.dg = g ? Tensor<A>(g->shape, zero) : Tensor<A>();
+  out.dh0 = dht ? *dht : Tensor<A>({B, H, K, V}, zero);
+  const std::vector<A> zeros(static_cast<std::size_t>(K) * V, zero);
+  const SeqView<A> no_dg{nullptr, 0, 0};
+  DeltaChunkBackwardWork<P> work;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const DeltaSequence<A> s{seq(q, b, h), seq(k, b, h), seq(v, b, h), seq(w, b, h), seq(beta, b, h),
+                               g ? seq(*g, b, h) : SeqView<const A>{nullptr, 0, 0}, kind};
+      const DeltaGradSequence<A> gr{seq(out.dq, b, h), seq(out.dk, b, h), seq(out.dw, b, h), seq(out.dv, b, h),
+                                    seq(out.dbeta, b, h), g ? seq(out.dg, b, h) : no_dg};
+      delta_chunk_sequence_backward<P>(s, len, K, V, scale, chunk, h0 ? state_block(*h0, b, h) : zeros.data(),
+                                       seq(do_, b, h), state_block(out.dh0, b, h), gr, work);
+    }
+}
+
+}  // namespace ttr
