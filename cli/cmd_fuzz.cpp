@@ -3,6 +3,7 @@
 // (a non-finite output where the oracle is finite, or an error ratio above the
 // gate's threshold), 2 for bad usage. Every option is validated and the output
 // directory created before the first case runs.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -118,9 +119,11 @@ Command add_fuzz(CLI::App& app) {
       const fuzz::Finding& f = r.findings[i];
       const fuzz::CaseSize a = fuzz::size_of(f.original), b = fuzz::size_of(f.minimised);
       failed |= f.kind != fuzz::FindingKind::oracle_nonfinite;
-      fmt::print("  {}: {} {} (case {}, family {}; T {} -> {}, B*H {} -> {}, nonzeros {} -> {})\n", stems[i],
-                 fuzz::kind_name(f.kind), f.objective_value, f.case_index, f.original.family, a.T, b.T, a.sequences,
-                 b.sequences, a.nonzeros, b.nonzeros);
+      const bool repeat = std::find(stems.begin(), stems.begin() + static_cast<std::ptrdiff_t>(i), stems[i]) !=
+                          stems.begin() + static_cast<std::ptrdiff_t>(i);
+      fmt::print("  {}{}: {} {} (case {}, family {}; T {} -> {}, B*H {} -> {}, nonzeros {} -> {})\n",
+                 repeat ? "duplicate of " : "", stems[i], fuzz::kind_name(f.kind), f.objective_value, f.case_index,
+                 f.original.family, a.T, b.T, a.sequences, b.sequences, a.nonzeros, b.nonzeros);
     }
     if (!stems.empty())
       fmt::print("  replay: cd {} && {}\n", o->out, fuzz::check_command(info, stems.front(), stems.front() + ".candidate.safetensors"));
