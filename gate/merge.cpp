@@ -180,7 +180,14 @@ void OutputDir::write_text(const std::string& name, const std::string& text) {
 void OutputDir::copy_file(const std::string& name, const fs::path& from) {
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
     throw InputError(fmt::format("{}: file name '{}' is not a plain name", from.parent_path().string(), name));
-  write_text(name, read_text(from.string()));
+  // Streamed (vector files reach tens of MB), to a temporary beside the target, then renamed.
+  const fs::path p = dir_ / name, tmp = dir_ / ("." + name + ".tmp");
+  std::error_code ec;
+  if (!fs::is_regular_file(from, ec)) throw InputError(fmt::format("{}: not a regular file", from.string()));
+  files_.push_back(tmp);
+  if (fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec)) fs::rename(tmp, p, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot write: {}", p.string(), ec.message()));
+  files_.back() = p;
 }
 
 std::string merge_gate(const std::vector<fs::path>& dirs, const fs::path& out) {
