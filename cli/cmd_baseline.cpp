@@ -85,7 +85,16 @@ int record(const std::vector<std::string>& reports, const std::string& out, doub
     for (const auto& [name, r] : row)
       if (std::isnan(r))  // no growth can be measured from it
         throw InputError(fmt::format("check '{}' tensor '{}': ratio is NaN; cannot record it in a baseline", id, name));
-  io::write_text_atomic(out, dump_json(baseline_json(b)));
+  json doc = baseline_json(b);
+  // One shard's report (`gate --shard i/N`): the baseline keeps which shard it
+  // is, so `ttrcheck merge` can check the shards' baselines are one complete set.
+  if (reports.size() == 1)
+    if (const json report = json::parse(read_text(reports.front())); report.contains("shard")) {
+      const json& s = report["shard"];
+      doc["shard"] = {{"index", s.at("index")}, {"count", s.at("count")}, {"source", s.at("source")},
+                      {"config", s.at("config")}};
+    }
+  io::write_text_atomic(out, dump_json(doc));
   std::size_t n = 0;
   for (const auto& [_, row] : b.ratios) n += row.size();
   std::printf("recorded %zu checks (%zu tensor ratios) in %s: factor %s, floor %s\n", b.ratios.size(), n, out.c_str(),

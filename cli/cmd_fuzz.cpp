@@ -3,10 +3,12 @@
 // (a non-finite output where the oracle is finite, or an error ratio above the
 // gate's threshold), 2 for bad usage. Every option is validated and the output
 // directory created before the first case runs.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "cli/commands.hpp"
@@ -24,6 +26,7 @@ Command add_fuzz(CLI::App& app) {
     int chunk_size = 16, max_findings = 3;
     std::int64_t length = 0;
     bool no_minimise = false;
+    ShardArgs shard;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("fuzz", "search for inputs that break a kernel: NaN/Inf hunts and worst-error "
@@ -44,6 +47,7 @@ Command add_fuzz(CLI::App& app) {
   cmd->add_option("--max-findings", o->max_findings, "reproducers written per kind of finding")
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--no-minimise", o->no_minimise, "write findings as found, unshrunk");
+  add_shard_options(*cmd, o->shard);
   return [o, chunk_opt]() {
     namespace fs = std::filesystem;
     const LayerEntry& layer = find_layer(o->layer);
@@ -63,6 +67,8 @@ Command add_fuzz(CLI::App& app) {
     opt.minimise = !o->no_minimise;
     const Mutant mutant = parse_mutant(o->mutant);
     const auto target = fuzz::make_target(ts, layer, form, o->chunk_size, mutant);
+    // Shard i of N runs its contiguous range of the budget's case indices.
+    opt.shard = o->shard.resolve();
     const fs::path dir(o->out);
     std::error_code ec;
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
@@ -73,7 +79,8 @@ Command add_fuzz(CLI::App& app) {
     const bool tty = isatty(fileno(stderr));
     double shown = -1;
     opt.progress = [&](const fuzz::Progress& p) {
-      if (!tty || (p.seconds - shown < 0.25 && opt.budget.cases != p.cases)) return;
+      if (!tty || (p.seconds - shown < 0.25 && opt.budget.cases != p.cases + opt.shard.case_range(opt.budget.cases).first))
+        return;
       shown = p.seconds;
       fmt::print(stderr, "\r{} {} {}: {} cases, {:.1f} cases/s, best ratio {:.3g}, NaN/Inf cases {}, findings {}   ",
                  layer.spec.name, ts.text(), form_name(form), p.cases, p.cases / std::max(p.seconds, 1e-9),
@@ -85,10 +92,21 @@ Command add_fuzz(CLI::App& app) {
 
     fuzz::CampaignInfo info{layer.spec.name, ts.text(), form, o->chunk_size, opt.objective, o->seed, opt.budget,
                             o->mutant};
+    if (opt.shard.sharded()) {
+      // What must agree between the shards of one campaign, and the cases this one ran.
+      const nlohmann::json config{{"layer", layer.spec.name}, {"target", ts.text()},   {"form", form_name(form)},
+                                  {"chunk_size", o->chunk_size}, {"mutant", o->mutant}, {"objective", o->objective},
+                                  {"seed", o->seed},           {"budget", opt.budget.text()}, {"length", o->length},
+                                  {"max_findings", o->max_findings}, {"minimise", !o->no_minimise}};
+      info.shard = shard_json(opt.shard, config);
+      const std::int64_t first = opt.shard.case_range(opt.budget.cases).first;
+      info.shard["cases"] = {first, first + r.last.cases};
+    }
     const auto stems = fuzz::write_reproducers(dir, layer, *target, info, r);
-    fmt::print("fuzz {} {} {} objective {} seed {} budget {}: {} cases in {:.1f} s ({:.2f} cases/s)\n",
+    fmt::print("fuzz {} {} {} objective {} seed {} budget {}{}: {} cases in {:.1f} s ({:.2f} cases/s)\n",
                layer.spec.name, ts.text(), form_name(form), objective_name(opt.objective), o->seed,
-               opt.budget.text(), r.last.cases, r.last.seconds, r.last.cases / std::max(r.last.seconds, 1e-9));
+               opt.budget.text(), opt.shard.sharded() ? ", shard " + opt.shard.text() : "", r.last.cases,
+               r.last.seconds, r.last.cases / std::max(r.last.seconds, 1e-9));
     fmt::print("  NaN/Inf cases (oracle finite): {}; oracle non-finite cases: {}\n", r.last.nonfinite_cases,
                r.oracle_nonfinite_cases);
     if (opt.objective == fuzz::Objective::ratio)
@@ -101,9 +119,11 @@ Command add_fuzz(CLI::App& app) {
       const fuzz::Finding& f = r.findings[i];
       const fuzz::CaseSize a = fuzz::size_of(f.original), b = fuzz::size_of(f.minimised);
       failed |= f.kind != fuzz::FindingKind::oracle_nonfinite;
-      fmt::print("  {}: {} {} (case {}, family {}; T {} -> {}, B*H {} -> {}, nonzeros {} -> {})\n", stems[i],
-                 fuzz::kind_name(f.kind), f.objective_value, f.case_index, f.original.family, a.T, b.T, a.sequences,
-                 b.sequences, a.nonzeros, b.nonzeros);
+      const bool repeat = std::find(stems.begin(), stems.begin() + static_cast<std::ptrdiff_t>(i), stems[i]) !=
+                          stems.begin() + static_cast<std::ptrdiff_t>(i);
+      fmt::print("  {}{}: {} {} (case {}, family {}; T {} -> {}, B*H {} -> {}, nonzeros {} -> {})\n",
+                 repeat ? "duplicate of " : "", stems[i], fuzz::kind_name(f.kind), f.objective_value, f.case_index,
+                 f.original.family, a.T, b.T, a.sequences, b.sequences, a.nonzeros, b.nonzeros);
     }
     if (!stems.empty())
       fmt::print("  replay: cd {} && {}\n", o->out, fuzz::check_command(info, stems.front(), stems.front() + ".candidate.safetensors"));

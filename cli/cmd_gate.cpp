@@ -14,6 +14,7 @@
 #include "oracles/error.hpp"
 #include "gate/gate.hpp"
 #include "gate/report.hpp"
+#include "gate/shard.hpp"
 
 namespace ttr::cli {
 namespace {
@@ -60,6 +61,7 @@ Command add_gate(CLI::App& app) {
     GateOptions gate;
     std::string out = "ttrcheck-gate", criterion = "model";
     bool cuda_only = false, no_cuda = false;
+    ShardArgs shard;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("gate", "run the built-in suite on the built-in CPU kernels and print verdicts");
@@ -75,6 +77,7 @@ Command add_gate(CLI::App& app) {
   cmd->add_option("--out", o->out, "report directory (report.json, junit.xml)");
   cmd->add_flag("--cuda-only", o->cuda_only, "run only the CUDA target (the kernels of gpu/ on the device)");
   cmd->add_flag("--no-cuda", o->no_cuda, "leave the CUDA target out");
+  add_shard_options(*cmd, o->shard);
   return [o]() {
     if (o->cuda_only && o->no_cuda) throw InputError("--cuda-only and --no-cuda exclude each other");
     if (o->criterion == "model") o->gate.criterion = Criterion::model;
@@ -84,6 +87,7 @@ Command add_gate(CLI::App& app) {
     // suite runs rather than after it.
     validate_gate_options(o->gate);
     check_outputs({}, {}, {{"--out", o->out}});
+    o->gate.shard = o->shard.resolve();
     std::error_code ec;
     std::filesystem::create_directories(o->out, ec);
     if (ec) throw InputError(fmt::format("{}: cannot create the report directory: {}", o->out, ec.message()));
@@ -112,19 +116,40 @@ Command add_gate(CLI::App& app) {
       cuda_line = rc.skipped.empty() ? fmt::format("{} checks on {}", rc.checks.size(), rc.device) : rc.skipped;
     }
     const double threshold = o->gate.criterion == Criterion::model ? kRatioThreshold : 1.0;
-    fmt::print("gate: suite {}, criterion {}{}\n\n", o->gate.suite, o->criterion,
-               o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant);
+    fmt::print("gate: suite {}, criterion {}{}{}\n\n", o->gate.suite, o->criterion,
+               o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant,
+               o->gate.shard.sharded() ? ", shard " + o->gate.shard.text() : "");
     if (!o->cuda_only) print_verdicts(r, threshold);
     fmt::print("\ncuda target (gpu/ kernels, chunk size 64): {}\n", cuda_line);
     if (!rc.checks.empty()) {
       fmt::print("\n");
       print_verdicts(rc, threshold);
     }
+    // A shard's report records what `ttrcheck merge` needs: the options that
+    // must agree between shards, and each check's unit in the unsharded plan
+    // (per target: the CPU forms' checks come before the CUDA kernels').
+    nlohmann::json shard;
+    if (o->gate.shard.sharded()) {
+      const nlohmann::json config{{"suite", o->gate.suite},   {"layers", o->gate.layers},
+                                  {"cases", o->gate.cases},   {"seed", o->gate.seed},
+                                  {"seeds", o->gate.seeds},   {"samples", o->gate.samples},
+                                  {"criterion", o->criterion}, {"mutant", o->gate.mutant},
+                                  {"cpu", o->cuda_only ? "skipped: --cuda-only" : "ran"},
+                                  {"cuda", rc.skipped.empty() && !cuda_line.starts_with("skipped") ? "ran" : cuda_line}};
+      shard = shard_json(o->gate.shard, config);
+      nlohmann::json at = nlohmann::json::array();
+      for (const GateCheck& c : r.checks) at.push_back({"cpu", c.unit});
+      for (const GateCheck& c : rc.checks) at.push_back({"cuda", c.unit});
+      shard["units"] = {{"cpu", r.units}, {"cuda", rc.units}};
+      shard["check_units"] = std::move(at);
+    }
     for (GateCheck& c : rc.checks) r.checks.push_back(std::move(c));
     r.pass = r.pass && rc.pass;
     std::vector<std::pair<std::string, CheckResult>> checks;
     for (const GateCheck& c : r.checks) checks.emplace_back(c.id, c.result);
-    write_report(o->out + "/report.json", report_json("gate", checks));
+    nlohmann::json doc = report_json("gate", checks);
+    if (!shard.is_null()) doc["shard"] = std::move(shard);
+    write_report(o->out + "/report.json", doc);
     write_junit(o->out + "/junit.xml", junit_xml("ttrcheck-gate", checks));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::size_t failed = 0;

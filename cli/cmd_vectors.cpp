@@ -49,6 +49,7 @@ Command add_vectors(CLI::App& app) {
     std::uint64_t seed = 0;
     unsigned bits = 256;
     bool no_oracle = false, backward = false;
+    ShardArgs shard;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("vectors", "write a suite's input vectors and their oracle outputs");
@@ -61,6 +62,7 @@ Command add_vectors(CLI::App& app) {
   cmd->add_flag("--backward", o->backward,
                 "also write, per case, <stem>.backward.inputs.safetensors (the inputs plus a cotangent of every "
                 "output: do, dht, ...) and <stem>.backward.oracle.safetensors (the gradients d<input>)");
+  add_shard_options(*cmd, o->shard);
   return [o]() {
     std::vector<const LayerEntry*> layers;
     if (o->layer == "all")
@@ -69,12 +71,19 @@ Command add_vectors(CLI::App& app) {
       layers.push_back(&find_layer(o->layer));
     for (const auto* l : layers) suite_cases(l->spec, o->suite);  // unknown suite: fail before writing
     check_outputs({}, {}, {{"--out", o->out}});
+    // Shard i of N writes the cases k (over layers × cases, in manifest order)
+    // with k mod N = i; its manifest records each case's k for `ttrcheck merge`.
+    const Shard shard = o->shard.resolve();
     const fs::path dir(o->out);
     Rollback rb(dir);
     nlohmann::json manifest{{"tool_version", kToolVersion}, {"suite", o->suite}, {"seed", o->seed},
                             {"precision", fmt::format("mpfr:{}", o->bits)}, {"cases", nlohmann::json::array()}};
+    nlohmann::json positions = nlohmann::json::array();
+    std::uint64_t k = 0;
     for (const auto* l : layers) {
       for (const VectorCase& c : suite_cases(l->spec, o->suite)) {
+        if (!shard.owns(k++)) continue;  // another shard's case
+        positions.push_back(k - 1);
         const Config cfg = Config::make(l->spec, c.config);
         TensorMap<double> inputs = generate_inputs(l->spec, c, o->seed);
         auto meta = base_metadata("inputs", l->spec, cfg);
@@ -122,6 +131,13 @@ Command add_vectors(CLI::App& app) {
         manifest["cases"].push_back(entry);
         fmt::print(stderr, "wrote {}\n", stem);
       }
+    }
+    if (shard.sharded()) {
+      const nlohmann::json config{{"layer", o->layer},     {"suite", o->suite},         {"seed", o->seed},
+                                  {"bits", o->bits},       {"no_oracle", o->no_oracle}, {"backward", o->backward}};
+      manifest["shard"] = shard_json(shard, config);
+      manifest["shard"]["planned"] = k;
+      manifest["shard"]["positions"] = std::move(positions);
     }
     io::write_text_atomic(dir / "manifest.json", manifest.dump(2) + "\n");
     rb.commit();

@@ -45,6 +45,15 @@ void check_outputs(const std::vector<io::NamedPath>& inputs, const std::vector<i
     if (!o.path.empty()) check_writable(o.path);
 }
 
+void add_shard_options(CLI::App& cmd, ShardArgs& args) {
+  cmd.add_option("--shard", args.shard,
+                 "run shard i of N (i/N, 0 <= i < N); default: from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or "
+                 "PYTEST_XDIST_WORKER when set (docs/scale-out.md); `ttrcheck merge` joins the shards");
+  cmd.add_option("--shard-count", args.count,
+                 "the shard count N with Kubernetes' JOB_COMPLETION_INDEX (or TTR_SHARD_COUNT)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 31));
+}
+
 CLI::Validator seed_validator() {
   return CLI::Validator(
       [](std::string& s) -> std::string {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "gate/shard.hpp"
 #include "oracles/config.hpp"
 #include "oracles/io/paths.hpp"
 #include "oracles/io/safetensors.hpp"
@@ -41,6 +42,16 @@ void check_writable(const std::string& path);
 // output: before any work, so a refused command has written nothing.
 void check_outputs(const std::vector<io::NamedPath>& inputs, const std::vector<io::NamedPath>& outputs,
                    const std::vector<io::NamedPath>& dirs = {});
+
+// `--shard i/N` and `--shard-count N` (gate/shard.hpp): the options of every
+// command that runs a part of its work; resolve() reads the environment when
+// --shard is absent and says on stderr which source it used.
+struct ShardArgs {
+  std::string shard;
+  std::uint64_t count = 0;
+  Shard resolve() const { return resolve_shard(shard, count); }
+};
+void add_shard_options(CLI::App& cmd, ShardArgs& args);
 
 // A validator for --seed: seeds are 0 … 2^64 − 1; "-1" is refused rather than
 // wrapped to 18446744073709551615.

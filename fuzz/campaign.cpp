@@ -185,8 +185,9 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
   int kept[3] = {0, 0, 0};
   Case best_case;
   bool have_best = false;
-  for (std::int64_t i = 0;; ++i) {
-    if (opt.budget.cases > 0 ? i >= opt.budget.cases : elapsed() >= opt.budget.seconds) break;
+  const auto [first, end] = opt.shard.case_range(opt.budget.cases);
+  for (std::int64_t i = first;; ++i) {
+    if (i >= end || (opt.budget.cases == 0 && elapsed() >= opt.budget.seconds)) break;
     const std::uint64_t case_seed = mix(opt.seed, static_cast<std::uint64_t>(i));
     Stream pick(mix(case_seed, 3));
     // Ratio objective: every other case is a local move from one of the worst so far.
@@ -261,7 +262,7 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
         ++p.findings;
       }
     }
-    p.cases = i + 1;
+    p.cases = i + 1 - first;
     p.seconds = elapsed();
     if (opt.progress) opt.progress(p);
   }

@@ -23,6 +23,12 @@
 // Determinism: case i is a function of (seed, i) and of the results of cases
 // < i (local search); nothing depends on time except where a time budget stops.
 // A budget in cases therefore gives identical findings and files on every run.
+//
+// Shards (gate/shard.hpp): shard i of N runs the cases Shard::case_range of the
+// budget (a contiguous seed range; case indices stay global), so the local
+// search of the ratio objective starts afresh in each shard and never leaves
+// it. The nan objective has no such state: the N shards together run exactly
+// the cases of the unsharded campaign, and `ttrcheck merge` rebuilds its files.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +37,7 @@
 #include <vector>
 
 #include "gate/error_model.hpp"
+#include "gate/shard.hpp"
 #include "fuzz/generators.hpp"
 #include "fuzz/target.hpp"
 
@@ -52,7 +59,7 @@ struct Budget {
 Budget parse_budget(const std::string& s);
 
 struct Progress {
-  std::int64_t cases = 0;
+  std::int64_t cases = 0;               // run (by this shard)
   double seconds = 0;
   double best_ratio = 0;                // screened
   std::int64_t nonfinite_cases = 0;     // cases with a confirmed non-finite failure
@@ -68,6 +75,7 @@ struct CampaignOptions {
   bool minimise = true;
   int minimise_trials = 300;  // bound on the minimiser's runs per finding
   int screen_samples = 2;
+  Shard shard;  // run this shard's range of the budget's case indices
   std::function<void(const Progress&)> progress;  // after every case
 };
 

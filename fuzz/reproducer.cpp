@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "oracles/io/text_file.hpp"
@@ -56,6 +57,18 @@ std::string what_it_is(FindingKind k) {
 
 }  // namespace
 
+std::string reproducer_key(const std::string& kind, const io::TensorFile& inputs) {
+  const auto cfg = inputs.metadata.find("config");
+  std::string key = kind + '\0' + (cfg == inputs.metadata.end() ? "" : cfg->second) + '\0';
+  for (const auto& [name, t] : inputs.tensors) {  // std::map: name order
+    key += name + '\0' + std::string(io::dtype_name(t.dtype)) + '\0';
+    for (std::int64_t d : t.shape) key += std::to_string(d) + ',';
+    key += '\0';
+    key.append(reinterpret_cast<const char*>(t.data.data()), t.data.size());
+  }
+  return key;
+}
+
 std::string check_command(const CampaignInfo& info, const std::string& stem, const std::string& candidate_file) {
   std::string c = fmt::format("ttrcheck check --layer {} --in {}.inputs.safetensors --candidate {} --dtype {} --form {}",
                               info.layer, stem, candidate_file, info.target.substr(info.target.find(':') + 1),
@@ -71,16 +84,27 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
   try {
     int index[3] = {0, 0, 0};
     const std::string dtype = info.target.substr(info.target.find(':') + 1);
+    std::map<std::string, std::string> seen;  // reproducer_key -> stem
+    nlohmann::json duplicates = nlohmann::json::array();
+    std::vector<std::string> unique;
     for (const Finding& f : r.findings) {
-      const std::string stem = fmt::format("{}.{}.{}.{}.{}", layer.spec.name, dtype, form_name(info.form),
-                                           kind_name(f.kind), index[static_cast<int>(f.kind)]++);
       const Config cfg = Config::make(layer.spec, f.minimised.config);
       auto meta = base_metadata("inputs", layer.spec, cfg);
       meta["seed"] = std::to_string(info.seed);
       meta["fuzz_case"] = std::to_string(f.case_index);
       meta["fuzz_family"] = f.minimised.family;
+      const io::TensorFile in_file = to_file(f.minimised.inputs, io::DType::F32, meta);
+      const std::string key = reproducer_key(kind_name(f.kind), in_file);
+      if (const auto s = seen.find(key); s != seen.end()) {
+        duplicates.push_back({{"case", f.case_index}, {"kind", kind_name(f.kind)}, {"same_as", s->second}});
+        stems.push_back(s->second);
+        continue;
+      }
+      const std::string stem = fmt::format("{}.{}.{}.{}.{}", layer.spec.name, dtype, form_name(info.form),
+                                           kind_name(f.kind), index[static_cast<int>(f.kind)]++);
+      seen.emplace(key, stem);
       const fs::path in_path = dir / (stem + ".inputs.safetensors");
-      io::write_safetensors_atomic(in_path, to_file(f.minimised.inputs, io::DType::F32, meta));
+      io::write_safetensors_atomic(in_path, in_file);
       written.push_back(in_path);
 
       auto cmeta = base_metadata("run", layer.spec, cfg);
@@ -124,8 +148,9 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
       io::write_text_atomic(note_path, note.dump(2) + "\n");
       written.push_back(note_path);
       stems.push_back(stem);
+      unique.push_back(stem);
     }
-    const nlohmann::json summary{{"tool_version", kToolVersion},
+    nlohmann::json summary{{"tool_version", kToolVersion},
                                  {"layer", layer.spec.name},
                                  {"target", info.target},
                                  {"form", form_name(info.form)},
@@ -140,7 +165,9 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
                                  {"best_ratio_screened", number(r.last.best_ratio)},
                                  {"best_ratio_confirmed", number(r.best_ratio_confirmed)},
                                  {"first_finding_case", r.first_finding_case},
-                                 {"findings", stems}};
+                                 {"findings", unique},
+                                 {"duplicates", duplicates}};
+    if (!info.shard.is_null()) summary["shard"] = info.shard;
     const fs::path sum_path = dir / "campaign.json";
     io::write_text_atomic(sum_path, summary.dump(2) + "\n");
     written.push_back(sum_path);

@@ -148,7 +148,8 @@ GateResult run_gate(const GateOptions& opt) {
     });
   const Mutant mutant = opt.mutant.empty() ? Mutant::none : parse_mutant(opt.mutant);
   std::vector<Unit> units;
-  std::size_t total = 0;
+  std::vector<std::size_t> plan_index;  // of each unit in the unsharded plan
+  std::size_t total = 0, planned = 0;
   for (const LayerEntry& e : registry()) {
     if (!opt.layers.empty() && std::find(opt.layers.begin(), opt.layers.end(), e.spec.name) == opt.layers.end())
       continue;
@@ -165,8 +166,10 @@ GateResult run_gate(const GateOptions& opt) {
     if (expected == 0) continue;
     for (const GateCase& c : cases) {
       const int n = opt.seeds > 0 ? opt.seeds : c.seeds;
-      for (int s = 0; s < n; ++s) {
+      for (int s = 0; s < n; ++s, ++planned) {
+        if (!opt.shard.owns(planned)) continue;  // another shard's unit
         units.push_back({&e, c, opt.seed + static_cast<std::uint64_t>(s), kernels, expected});
+        plan_index.push_back(planned);
         total += expected;
       }
     }
@@ -210,7 +213,11 @@ GateResult run_gate(const GateOptions& opt) {
   if (failure) std::rethrow_exception(failure);
   for (std::size_t i = 0; i < units.size(); ++i)  // plan order; fail_fast: the units that ran
     if (ran[i])
-      for (GateCheck& c : results[i]) result.checks.push_back(std::move(c));
+      for (GateCheck& c : results[i]) {
+        c.unit = plan_index[i];
+        result.checks.push_back(std::move(c));
+      }
+  result.units = planned;
   for (const GateCheck& c : result.checks) result.pass = result.pass && c.result.pass;
   return result;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gate/judge.hpp"
+#include "gate/shard.hpp"
 #include "oracles/vectors.hpp"
 
 namespace ttr {
@@ -38,12 +39,14 @@ struct GateOptions {
   Criterion criterion = Criterion::model;
   std::string mutant;                   // run the kernels under this mutant (testing the gate)
   bool fail_fast = false;               // stop scheduling work after the first failed check
+  Shard shard;                          // run only this shard's units (unit k: shard k mod N)
   std::function<void(std::size_t done, std::size_t total, const std::string& id)> progress;
 };
 
 struct GateCheck {
   std::string id;  // layer/form/dtype/case/seed
   CheckResult result;
+  std::size_t unit = 0;  // its (layer, case, seed) unit's index in the unsharded plan (merging shards)
 };
 
 struct GateResult {
@@ -51,6 +54,7 @@ struct GateResult {
   bool pass = true;               // true when skipped: a missing device is not a failure
   std::string skipped;            // why the backend did not run ("skipped: no CUDA device"), or ""
   std::string device;             // the device that ran it (Backend::cuda)
+  std::size_t units = 0;          // units in the unsharded plan (every shard's together)
 };
 
 const std::vector<std::string>& gate_suite_names();  // default, full

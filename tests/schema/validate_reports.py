@@ -118,6 +118,18 @@ def main():
     validate(validator("baseline.schema.json"), baseline)
     run(ttrcheck, "baseline", "compare", "--baseline", str(baseline), "--report", str(work / "good.json"), expect=0)
 
+    # A shard's gate report carries its shard record; a baseline of it too.
+    shard = work / "shard"
+    run(ttrcheck, "gate", "--layer", LAYER, "--case", "small", "--seeds", "2", "--no-cuda", "--shard", "1/2",
+        "--out", str(shard), expect=0)
+    validate(validator("report.schema.json"), shard / "report.json")
+    doc = json.loads((shard / "report.json").read_text())
+    assert doc["shard"]["index"] == 1 and doc["shard"]["count"] == 2, doc["shard"]
+    assert len(doc["shard"]["check_units"]) == len(doc["checks"]) > 0, doc["shard"]
+    run(ttrcheck, "baseline", "record", "--report", str(shard / "report.json"), "--out", str(work / "b1.json"), expect=0)
+    validate(validator("baseline.schema.json"), work / "b1.json")
+    assert json.loads((work / "b1.json").read_text())["shard"]["index"] == 1
+
     proofs = work / "proofs.json"
     first = run(ttrcheck, "proofs", "--list", "--skip-slow", expect=0).stdout.split()[0]
     run(ttrcheck, "proofs", "--only", first, "--json", str(proofs), expect=0)
