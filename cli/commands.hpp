@@ -21,5 +21,6 @@ Command add_baseline(CLI::App& app);
 Command add_gate(CLI::App& app);
 Command add_proofs(CLI::App& app);
 Command add_fuzz(CLI::App& app);
+Command add_study(CLI::App& app);
 
 }  // namespace ttr::cli

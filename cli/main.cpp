@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   reg(ttr::cli::add_gate);
   reg(ttr::cli::add_proofs);
   reg(ttr::cli::add_fuzz);
+  reg(ttr::cli::add_study);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
