@@ -172,3 +172,44 @@ TEST(StudyClaims, SweepDtypeErrorsFollowTheUnitRoundoff) {
 }
 
 }  // namespace
+
+namespace {
+
+// gka-solvers: every solver forward at every r; the exact solver's error does not
+// depend on r; Chebyshev's fp32 error (truncation-dominated) falls with r; the
+// gradients of the solvers the layer differentiates are present and finite, and a
+// solver without a backward says why.
+TEST(StudyClaims, GkaSolvers) {
+  TempDir tmp;
+  const Csv t = quick_table("gka-solvers", "solvers", tmp);
+  std::map<std::string, std::map<int, double>> fwd32;  // solver → r → error vs exact (forward fp32)
+  int backward_rows = 0;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const std::string solver = t.text(i, "solver");
+    const int r = static_cast<int>(t.num(i, "r"));
+    if (t.text(i, "direction") == "forward") {
+      EXPECT_TRUE(std::isfinite(t.num(i, "err_vs_exact"))) << solver << " r " << r;
+      if (t.text(i, "dtype") == "fp32") fwd32[solver][r] = t.num(i, "err_vs_exact");
+    } else {
+      ++backward_rows;
+      if (t.text(i, "available") == "yes") {
+        EXPECT_TRUE(std::isfinite(t.num(i, "err_vs_exact"))) << solver;
+      } else {
+        EXPECT_NE(t.text(i, "note").find(solver), std::string::npos) << "names the solver: " << t.text(i, "note");
+      }
+      if (solver != "cg") {
+        EXPECT_EQ(t.text(i, "available"), "yes") << solver << ": GKA's backward (Table 1)";
+      }
+    }
+  }
+  EXPECT_EQ(backward_rows, 3 * 3 * 2);
+  ASSERT_EQ(fwd32.size(), 3u);
+  EXPECT_EQ(fwd32["exact"][3], fwd32["exact"][30]);
+  // The minimax factor falls 6.5x from r = 3 to 10 and 280x from 10 to 30 (κ = 51);
+  // fp32 rounding is far below both.
+  EXPECT_GT(fwd32["chebyshev"][3], 2 * fwd32["chebyshev"][10]);
+  EXPECT_GT(fwd32["chebyshev"][10], 20 * fwd32["chebyshev"][30]);
+  EXPECT_LT(fwd32["exact"][30], 1e-5);  // fp32 of a κ ≤ 51 solve
+}
+
+}  // namespace
