@@ -77,7 +77,8 @@ Rows weights_case(double a, double omega0, int imax) {
   Rows rows;
   for (int i = 0; i <= imax; ++i) {
     const double gap = res.omega[i] - w1s;
-    const double lemma4 = std::pow(rate_R(kappa), i) * (omega0 - w1s);
+    // Lemma 4 is stated for ω₀ = 2 (its proof uses ω_i ≤ ω_{i-1} ≤ 2): no bound for the others.
+    const double lemma4 = omega0 == 2 ? std::pow(rate_R(kappa), i) * (omega0 - w1s) : std::nan("");
     rows["weights"].push_back({omega0, std::int64_t{i}, res.omega[i], std::abs(gap), lemma4, w1s});
   }
   return rows;
