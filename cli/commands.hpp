@@ -22,5 +22,7 @@ Command add_gate(CLI::App& app);
 Command add_proofs(CLI::App& app);
 Command add_fuzz(CLI::App& app);
 Command add_merge(CLI::App& app);
+Command add_study(CLI::App& app);
+Command add_report(CLI::App& app);
 
 }  // namespace ttr::cli

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   reg(ttr::cli::add_proofs);
   reg(ttr::cli::add_fuzz);
   reg(ttr::cli::add_merge);
+  reg(ttr::cli::add_study);
+  reg(ttr::cli::add_report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
