@@ -51,7 +51,7 @@ std::string md_escape(const std::string& s) {
   return o;
 }
 
-std::string summary_md(const Result& r, const std::vector<std::string>& csvs) {
+std::string summary_md(const Result& r) {
   const Study& s = *r.study;
   std::string m = fmt::format("# {}\n\n`ttrcheck study {}{} --seed {}` (ttrcheck {})\n\n", s.title, s.name,
                               r.options.quick ? " --quick" : "", r.options.seed, kToolVersion);
@@ -72,7 +72,6 @@ std::string summary_md(const Result& r, const std::vector<std::string>& csvs) {
   for (const auto& [name, t] : r.tables)
     m += fmt::format("- [{}.csv]({}.csv): {} rows; {}\n", name, name, t.rows.size(), t.spec.doc);
   m += "- [study.json](study.json): the full configuration, seed, tool version, claims and figure specifications\n";
-  (void)csvs;
   return m;
 }
 
@@ -96,13 +95,12 @@ std::vector<std::string> write_result(const Result& r, const std::string& dir_na
                      {"tool", "ttrcheck"},         {"tool_version", kToolVersion},
                      {"seed", r.options.seed},     {"quick", r.options.quick}, {"config", r.config},
                      {"pass", r.pass},             {"conclusion", r.conclusion}};
-  std::vector<std::string> written, csvs;
+  std::vector<std::string> written;
   doc["tables"] = nlohmann::json::array();
   for (const auto& [name, t] : r.tables) {
     const fs::path p = dir / (name + ".csv");
     io::write_text_atomic(p, csv(t));
     written.push_back(p.string());
-    csvs.push_back(p.filename().string());
     doc["tables"].push_back({{"name", name}, {"file", name + ".csv"}, {"columns", t.spec.columns},
                              {"doc", t.spec.doc}, {"rows", t.rows.size()}});
   }
@@ -114,7 +112,7 @@ std::vector<std::string> write_result(const Result& r, const std::string& dir_na
                              {"verdict", verdict_name(c.verdict)}, {"evidence", c.evidence}});
   const fs::path js = dir / "study.json", md = dir / "summary.md";
   io::write_text_atomic(js, dump_json(doc));
-  io::write_text_atomic(md, summary_md(r, csvs));
+  io::write_text_atomic(md, summary_md(r));
   written.push_back(js.string());
   written.push_back(md.string());
   return written;
