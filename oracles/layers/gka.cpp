@@ -54,7 +54,11 @@ LayerSpec spec_gka() {
        {"omega0", KeyType::number, "2", false, Range::closed(0.0, 2.0), {},
         "starting weight ω_0 of Alg. 1's schedule ω_i = 4/(4 − ρ²ω_{i-1})"},
        {"lambda", KeyType::number, std::nullopt, false, Range::positive(), {},
-        "fixed λ > 0 instead of the adaptive a‖H_t‖_F"}},
+        "fixed λ > 0 instead of the adaptive a‖H_t‖_F"},
+       {"chebyshev_backward", KeyType::choice, "unrolled", false, Range::any(), {"unrolled", "alg2"},
+        "backward direction, solver=chebyshev only (the forward ignores it): unrolled (reverse pass over the "
+        "stored iterates) or alg2 (GKA Alg. 2 as derived: dq by Lemma 2, the rest by reversing the iteration, "
+        "nothing stored); the same gradient, two independent routes"}},
       {"GKA eq. (3)", "GKA eq. (4)", "GKA eq. (CH)", "GKA Alg. 1", "GKA Fig. 2", "GKA App. F.3"},
       {"GKA writes U_t = Σ v kᵀ (V×K) and y = U x; we keep FLA's K×V S_t = U_tᵀ and o_t = S_tᵀ q̃_t",
        "Alg. 1 as printed initialises ω_0 = 0; its text (App. B.1), Lemma 3 and hybrid-model-factory use ω_0 = 2: "

@@ -1,6 +1,9 @@
 // gka: binds the docs/layers.md names and config to reference/gka/ (spec in gka.cpp).
 #pragma once
 
+#include <cmath>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "oracles/layers/adapter.hpp"
@@ -16,26 +19,37 @@ GkaOptions gka_options(const Config& cfg);
 struct gka {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
-    run(in, cfg, out, [](const GkaInputs<T>& gi, const GkaOptions& o, const T& scale, GkaOutputs<T>& r) {
-      gka_sequential(gi, o, scale, r);
+    certifiable_or_refuse<T>(cfg, [&] {
+      run(in, cfg, out, [](const GkaInputs<T>& gi, const GkaOptions& o, const T& scale, GkaOutputs<T>& r) {
+        gka_sequential(gi, o, scale, r);
+      });
     });
   }
 
   // The backward direction: the exact solve by implicit differentiation (GKA
-  // eq. (6), Lemma 1), Chebyshev by the reverse pass over its stored iterates,
-  // with the gradient through λ_t = a‖H_t‖_F (reference/gka/backward.hpp).
+  // eq. (6), Lemma 1), Chebyshev by the reverse pass over its stored iterates or by
+  // GKA Alg. 2 as derived (chebyshev_backward), CG by reverse mode over its
+  // recorded iterates, with the gradient through λ_t = a‖H_t‖_F
+  // (reference/gka/backward.hpp).
   template <class T>
   static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     const GkaOptions o = gka_options(cfg);
-    if (o.solver == GkaSolver::cg)
-      throw InputError("gka --backward: no gradient for solver=cg (GKA Lemma 2 holds for Chebyshev, not CG; "
-                       "use solver=exact or chebyshev)");
     const QK<T> qk = qk_of(in, cfg);
     const GkaInputs<T> gi{qk.q, qk.k, in.at("v"), in.at("g"), optional_input(in, "beta"), optional_input(in, "alpha"),
                           optional_input(in, "h0"), optional_input(in, "hkk0")};
     GkaGrads<T> g;
-    gka_backward(gi, o, scale_of(cfg, qk.q),
-                 GkaCotangents<T>{in.at("do"), optional_input(in, "dht"), optional_input(in, "dhkk")}, g);
+    GkaBackwardOptions bo;
+    bo.chebyshev = cfg.text("chebyshev_backward") == "alg2" ? GkaChebyshevBackward::alg2 : GkaChebyshevBackward::unrolled;
+    certifiable_or_refuse<T>(cfg, [&] {
+      gka_backward(gi, o, scale_of(cfg, qk.q),
+                   GkaCotangents<T>{in.at("do"), optional_input(in, "dht"), optional_input(in, "dhkk")}, g, bo);
+      if constexpr (is_interval_v<T>)
+        if (o.solver == GkaSolver::cg)
+          for (const auto* gt : {&g.dq, &g.dk, &g.dv, &g.dg})
+            for (const T& e : gt->data)
+              if (!std::isfinite(scalar_traits<T>::lower(e)) || !std::isfinite(scalar_traits<T>::upper(e)))
+                throw std::runtime_error("a gradient's enclosure is unbounded");
+    });
     qk_backward(in, cfg, g.dq, g.dk);
     out["dq"] = std::move(g.dq), out["dk"] = std::move(g.dk), out["dv"] = std::move(g.dv), out["dg"] = std::move(g.dg);
     put_if_given(in, "beta", out, std::move(g.dbeta));
@@ -71,6 +85,34 @@ struct gka {
   }
 
  private:
+  // CG divides by ‖r_i‖² and p_iᵀAp_i and branches on them (rr ≠ 0, pᵀAp = 0). In
+  // interval arithmetic every CG step widens the enclosures (the dependency
+  // problem: the same r_i, p_i enter numerators and divisors), so on all but short
+  // runs a divisor's enclosure comes to contain 0: the branch is undecidable
+  // (conjugate_gradient throws, cg_divisor_is_zero) or a quotient unbounded. Then no
+  // enclosure exists to write: refuse with one line (exit 2) instead of aborting or
+  // writing [−∞, ∞]. Exact and Chebyshev divide only by the data-independent L + μ
+  // and by Cholesky pivots, and are unaffected.
+  template <class T, class Fn>
+  static void certifiable_or_refuse(const Config& cfg, Fn&& fn) {
+    if constexpr (is_interval_v<T>) {
+      if (gka_options(cfg).solver == GkaSolver::cg) {
+        try {
+          fn();
+        } catch (const InputError&) {
+          throw;
+        } catch (const std::runtime_error& e) {
+          throw InputError(std::string("gka --certified with solver=cg: no enclosure (") + e.what() +
+                           "): CG's divisions by ‖r_i‖² and p_iᵀAp_i widen the intervals by about κ per step until "
+                           "a divisor's enclosure contains 0; use fewer iters or tokens, more --bits, or solver=exact|"
+                           "chebyshev");
+        }
+        return;
+      }
+    }
+    fn();
+  }
+
   // Binds the named tensors and config to a form's arguments and its results to names.
   template <class T, class Form>
   static void run(const TensorMap<T>& in, const Config& cfg, TensorMap<T>& out, Form&& form) {

@@ -19,10 +19,19 @@
 // This is the order of FLA's naive recurrent backward: one sweep from T down to 1
 // carrying dS (PDN App. D, Fig. 9 (a), steps 1-3, run token by token).
 //
-// Stored vs recomputed: the forward sweep (the forward's own delta_sequence, one
-// token at a time, so the states are bit for bit the forward's) stores S_{t-1}
-// for every t (T·K·V values per sequence); the backward sweep recomputes S̄_t,
-// u_t, δ_t and S_t from it.
+// Stored vs recomputed (checkpointing): a forward sweep (the forward's own
+// delta_sequence, one token at a time, so the states are bit for bit the
+// forward's) stores S before every C-th token (C = checkpoint_every, default
+// ⌈√T⌉); the adjoint sweep takes the segments last to first, re-steps each from its
+// checkpoint keeping S_{t-1} for its C tokens, and recomputes S̄_t, u_t, δ_t and S_t
+// per token. Memory (⌈T/C⌉ + C)·K·V per sequence instead of T·K·V (4096·128² values:
+// 0.5 GB in float64, several in MPFR); every state is stepped by the same code from
+// the same values, so the gradients are bit for bit those of C = T. The adjoint's
+// per-token work is three sweeps over the state (S̄ and u; S_t, the read and the
+// write; the read-back and the decay), each element's operations and every
+// accumulator's order of summation those of the derivation's line-by-line order.
+// Operation count per state element and token: forward 4 (decay, u, write, read),
+// backward 4 + 4 (the two forward sweeps) + 11 (the adjoint): ~5× the forward.
 #pragma once
 
 #include <algorithm>
@@ -45,97 +54,120 @@ struct DeltaGradSequence {
   SeqView<T> dq, dk, dw, dv, dbeta, dg;  // dg: [T] or [T, K]; unused for Decay::none
 };
 
+// The checkpoint spacing for a sequence of `len` tokens (every = 0: ⌈√len⌉).
+inline std::int64_t delta_checkpoint_spacing(std::int64_t len, std::int64_t every) {
+  if (every > 0) return std::min(every, std::max<std::int64_t>(len, 1));
+  std::int64_t c = 1;
+  while (c * c < len) ++c;
+  return c;
+}
+
 // One (batch, head) sequence. S0: the initial K×V state. dS: on entry ∂L/∂S_T
 // (zeros when dht is absent), on exit ∂L/∂S_0.
 template <class T>
 void delta_sequence_backward(const DeltaSequence<T>& s, std::int64_t len, int K, int V, const T& scale, const T* S0,
-                             SeqView<const T> do_, T* dS, const DeltaGradSequence<T>& gr) {
+                             SeqView<const T> do_, T* dS, const DeltaGradSequence<T>& gr,
+                             std::int64_t checkpoint_every = 0) {
   const T zero = from_double<T>(0.0);
   const std::size_t KV = static_cast<std::size_t>(K) * V;
-  // Forward sweep: S_{t-1} for every t, stepped by the forward itself.
-  std::vector<T> states(static_cast<std::size_t>(len) * KV), S(S0, S0 + KV), o_scratch(V);
-  for (std::int64_t t = 0; t < len; ++t) {
-    std::copy(S.begin(), S.end(), states.begin() + static_cast<std::ptrdiff_t>(t * KV));
+  const std::int64_t C = delta_checkpoint_spacing(len, checkpoint_every);
+  const std::int64_t segments = (len + C - 1) / C;
+  // One token of the forward itself: S ← S_t from S_{t-1}.
+  std::vector<T> o_scratch(V);
+  auto step = [&](std::int64_t t, T* S) {
     const auto at = [t](const SeqView<const T>& x) { return SeqView<const T>{x.base ? x.row(t) : nullptr, x.stride, x.features}; };
     const DeltaSequence<T> one{at(s.q), at(s.k), at(s.v), at(s.w), at(s.beta), at(s.g), s.decay};
-    delta_sequence(one, 1, K, V, scale, S.data(), SeqView<T>{o_scratch.data(), 0, V});
+    delta_sequence(one, 1, K, V, scale, S, SeqView<T>{o_scratch.data(), 0, V});
+  };
+  // Forward sweep: the checkpoints S_{t-1} for t = 0, C, 2C, ...
+  std::vector<T> checkpoints(static_cast<std::size_t>(segments) * KV), S(S0, S0 + KV);
+  for (std::int64_t t = 0; t < len; ++t) {
+    if (t % C == 0) std::copy(S.begin(), S.end(), checkpoints.begin() + static_cast<std::ptrdiff_t>(t / C * KV));
+    step(t, S.data());
   }
-  // Backward sweep.
-  std::vector<T> d(K, from_double<T>(1.0)), Sbar(KV), St(KV), u(V), delta(V), r(V), ddelta(V), du(V);
-  for (std::int64_t t = len - 1; t >= 0; --t) {
-    decay_factors(s.decay, s.g, t, K, d);
-    const T* Sp = states.data() + t * KV;
-    const T* qt = s.q.row(t);
-    const T* kt = s.k.row(t);
-    const T* wt = s.w.row(t);
-    const T* vt = s.v.row(t);
-    const T* dot_ = do_.row(t);
-    const T& b = s.beta.at(t);
-    // Recompute S̄_t, u_t, δ_t, S_t.
-    for (std::size_t e = 0; e < KV; ++e) Sbar[e] = s.decay == Decay::none ? Sp[e] : Sp[e] * d[e / V];
-    for (int j = 0; j < V; ++j) {
-      u[j] = zero;
-      for (int i = 0; i < K; ++i) mul_add_to(u[j], kt[i], Sbar[static_cast<std::size_t>(i) * V + j]);
-      r[j] = vt[j] - u[j];
-      delta[j] = b * r[j];
+  // Backward sweep, segment by segment.
+  std::vector<T> states(static_cast<std::size_t>(C) * KV);
+  std::vector<T> d(K, from_double<T>(1.0)), Sbar(KV), u(V), delta(V), r(V), ddelta(V), du(V);
+  T st = zero, acc = zero, acc2 = zero;
+  for (std::int64_t seg = segments - 1; seg >= 0; --seg) {
+    const std::int64_t t0 = seg * C, t1 = std::min(len, t0 + C);
+    std::copy(checkpoints.begin() + static_cast<std::ptrdiff_t>(seg * KV),
+              checkpoints.begin() + static_cast<std::ptrdiff_t>((seg + 1) * KV), S.begin());
+    for (std::int64_t t = t0; t < t1; ++t) {
+      std::copy(S.begin(), S.end(), states.begin() + static_cast<std::ptrdiff_t>((t - t0) * KV));
+      if (t + 1 < t1) step(t, S.data());
     }
-    for (int i = 0; i < K; ++i)
+    for (std::int64_t t = t1 - 1; t >= t0; --t) {
+      decay_factors(s.decay, s.g, t, K, d);
+      const T* Sp = states.data() + (t - t0) * KV;
+      const T* qt = s.q.row(t);
+      const T* kt = s.k.row(t);
+      const T* wt = s.w.row(t);
+      const T* vt = s.v.row(t);
+      const T* dot_ = do_.row(t);
+      const T& b = s.beta.at(t);
+      // Sweep 1: S̄_t = D S_{t-1} and u_t = S̄_tᵀ k_t (as the forward), δ_t.
+      for (int j = 0; j < V; ++j) u[j] = zero;
+      for (int i = 0; i < K; ++i)
+        for (int j = 0; j < V; ++j) {
+          const std::size_t e = static_cast<std::size_t>(i) * V + j;
+          Sbar[e] = Sp[e];
+          if (s.decay != Decay::none) Sbar[e] *= d[i];
+          mul_add_to(u[j], kt[i], Sbar[e]);
+        }
       for (int j = 0; j < V; ++j) {
-        const std::size_t e = static_cast<std::size_t>(i) * V + j;
-        St[e] = Sbar[e];
-        mul_add_to(St[e], wt[i], delta[j]);  // as the forward writes it
+        r[j] = vt[j] - u[j];
+        delta[j] = b * r[j];
+        ddelta[j] = zero;
       }
-    // The read: dq_t = scale·S_t do_t, dS += q̂ doᵀ.
-    for (int i = 0; i < K; ++i) {
-      T acc = zero;
-      for (int j = 0; j < V; ++j) mul_add_to(acc, St[static_cast<std::size_t>(i) * V + j], dot_[j]);
-      gr.dq.row(t)[i] = scale * acc;
-      const T qh = scale * qt[i];
-      for (int j = 0; j < V; ++j) mul_add_to(dS[static_cast<std::size_t>(i) * V + j], qh, dot_[j]);
-    }
-    // The write: dw = dS δ, dδ = dSᵀ w.
-    for (int j = 0; j < V; ++j) ddelta[j] = zero;
-    for (int i = 0; i < K; ++i) {
-      T acc = zero;
+      // Sweep 2, per element: S_t = S̄_t + w δᵀ (as the forward writes it); the read
+      // dq_t = scale·S_t do_t, dS += q̂ doᵀ; the write dw = dS δ, dδ = dSᵀ w.
+      for (int i = 0; i < K; ++i) {
+        const T qh = scale * qt[i];
+        acc = zero;
+        acc2 = zero;
+        for (int j = 0; j < V; ++j) {
+          const std::size_t e = static_cast<std::size_t>(i) * V + j;
+          st = Sbar[e];
+          mul_add_to(st, wt[i], delta[j]);
+          mul_add_to(acc, st, dot_[j]);
+          T& g = dS[e];
+          mul_add_to(g, qh, dot_[j]);
+          mul_add_to(acc2, g, delta[j]);
+          mul_add_to(ddelta[j], wt[i], g);
+        }
+        gr.dq.row(t)[i] = scale * acc;
+        gr.dw.row(t)[i] = acc2;
+      }
+      // δ = β (v − u).
+      T db = zero;
       for (int j = 0; j < V; ++j) {
-        const T& e = dS[static_cast<std::size_t>(i) * V + j];
-        mul_add_to(acc, e, delta[j]);
-        mul_add_to(ddelta[j], wt[i], e);
+        mul_add_to(db, ddelta[j], r[j]);
+        gr.dv.row(t)[j] = b * ddelta[j];
+        du[j] = -(b * ddelta[j]);
       }
-      gr.dw.row(t)[i] = acc;
-    }
-    // δ = β (v − u).
-    T db = zero;
-    for (int j = 0; j < V; ++j) {
-      mul_add_to(db, ddelta[j], r[j]);
-      gr.dv.row(t)[j] = b * ddelta[j];
-      du[j] = -(b * ddelta[j]);
-    }
-    gr.dbeta.at(t) = db;
-    // The read-back u = S̄ᵀ k: dS̄ = dS + k duᵀ, dk = S̄ du.
-    for (int i = 0; i < K; ++i) {
-      T acc = zero;
-      for (int j = 0; j < V; ++j) {
-        const std::size_t e = static_cast<std::size_t>(i) * V + j;
-        mul_add_to(acc, Sbar[e], du[j]);
-        mul_add_to(dS[e], kt[i], du[j]);
+      gr.dbeta.at(t) = db;
+      // Sweep 3, per element: the read-back u = S̄ᵀ k (dS̄ = dS + k duᵀ, dk = S̄ du),
+      // then the decay S̄ = D S_{t-1} (dg = Σ dS̄ ∘ S̄ per key row, dS ← D dS̄).
+      T dg_scalar = zero;
+      for (int i = 0; i < K; ++i) {
+        acc = zero;
+        acc2 = zero;
+        for (int j = 0; j < V; ++j) {
+          const std::size_t e = static_cast<std::size_t>(i) * V + j;
+          mul_add_to(acc, Sbar[e], du[j]);
+          mul_add_to(dS[e], kt[i], du[j]);
+          if (s.decay != Decay::none) {
+            mul_add_to(acc2, dS[e], Sbar[e]);
+            scale_by(dS[e], d[i]);
+          }
+        }
+        gr.dk.row(t)[i] = acc;
+        if (s.decay == Decay::per_key) gr.dg.row(t)[i] = acc2;
+        else if (s.decay == Decay::scalar) dg_scalar += acc2;
       }
-      gr.dk.row(t)[i] = acc;
+      if (s.decay == Decay::scalar) gr.dg.at(t) = dg_scalar;
     }
-    // The decay S̄ = D S_{t-1}.
-    if (s.decay == Decay::none) continue;
-    T dg_scalar = zero;
-    for (int i = 0; i < K; ++i) {
-      T acc = zero;
-      for (int j = 0; j < V; ++j) {
-        const std::size_t e = static_cast<std::size_t>(i) * V + j;
-        mul_add_to(acc, dS[e], Sbar[e]);
-        scale_by(dS[e], d[i]);
-      }
-      if (s.decay == Decay::per_key) gr.dg.row(t)[i] = acc;
-      else dg_scalar += acc;
-    }
-    if (s.decay == Decay::scalar) gr.dg.at(t) = dg_scalar;
   }
 }
 
@@ -144,7 +176,8 @@ void delta_sequence_backward(const DeltaSequence<T>& s, std::int64_t len, int K,
 template <class T>
 void delta_backward(Decay kind, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& w, const Tensor<T>& v,
                     const Tensor<T>& beta, const Tensor<T>* g, const Tensor<T>* h0, const T& scale,
-                    const Tensor<T>& do_, const Tensor<T>* dht, DeltaGrads<T>& out) {
+                    const Tensor<T>& do_, const Tensor<T>* dht, DeltaGrads<T>& out,
+                    std::int64_t checkpoint_every = 0) {
   const std::int64_t B = q.dim(0), len = q.dim(1), H = q.dim(2);
   const int K = static_cast<int>(q.dim(3)), V = static_cast<int>(v.dim(3));
   const T zero = from_double<T>(0.0);
@@ -164,7 +197,7 @@ void delta_backward(Decay kind, const Tensor<T>& q, const Tensor<T>& k, const Te
       const DeltaGradSequence<T> gr{seq(out.dq, b, h), seq(out.dk, b, h), seq(out.dw, b, h), seq(out.dv, b, h),
                                     seq(out.dbeta, b, h), g ? seq(out.dg, b, h) : no_dg};
       delta_sequence_backward(s, len, K, V, scale, h0 ? state_block(*h0, b, h) : zeros.data(), seq(do_, b, h),
-                              state_block(out.dh0, b, h), gr);
+                              state_block(out.dh0, b, h), gr, checkpoint_every);
     }
 }
 

@@ -32,6 +32,7 @@ struct ChebyshevResult {
   std::vector<T> xi, xi_prev;          // ξ_r and ξ_{r-1}
   std::vector<T> omega;                // ω_0 .. ω_r
   std::vector<std::vector<T>> stored;  // ξ_{-1} .. ξ_r when requested (index i+1)
+  std::vector<std::vector<T>> applied;  // A ξ_{i-1} for i = 1..r when requested (index i-1)
 };
 
 // `apply(x, y)` computes y = A x for vectors of length n.
@@ -55,6 +56,7 @@ ChebyshevResult<T> chebyshev_forward(Apply&& apply, const T* q, int n, const Che
     r.omega.push_back(w);
     const T ci = two * w / (p.L + p.mu);
     apply(r.xi.data(), Ax.data());
+    if (store) r.applied.push_back(Ax);
     for (int j = 0; j < n; ++j)
       next[j] = r.xi[j] - ci * (Ax[j] - q[j]) + (w - one) * (r.xi[j] - r.xi_prev[j]);  // grad step + momentum
     std::swap(r.xi_prev, r.xi);

@@ -6,24 +6,63 @@
 #pragma once
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "reference/core/scalar.hpp"
 
 namespace ttr {
 
+// What conjugate_gradient computed, for its reverse pass (cg_backward.hpp): for the
+// `steps` completed iterations i = 0..steps-1, the direction p_i, A p_i, the residual
+// r_i, and the scalars rr_i = r_i·r_i, pAp_i = p_i·A p_i, α_i, β_i; also r_steps and
+// rr_steps.
+template <class T>
+struct CgTrace {
+  int steps = 0;
+  std::vector<std::vector<T>> p, Ap, r;
+  std::vector<T> rr, pAp, alpha, beta;
+};
+
+// Whether CG's divisor x (‖r_i‖² or p_iᵀAp_i) is 0. In an interval tier the
+// comparison is undecidable where x's enclosure contains 0 (Boost's mpfi throws from
+// a noexcept operator, i.e. aborts): there CG's branch, and any enclosure of its
+// result, does not exist, and this throws a runtime_error saying so.
+template <class T>
+bool cg_divisor_is_zero(const T& x, const char* what, int step) {
+  if constexpr (is_interval_v<T>) {
+    if (!(scalar_traits<T>::lower(x) > 0.0 || scalar_traits<T>::upper(x) < 0.0))
+      throw std::runtime_error(std::string("CG step ") + std::to_string(step) + ": the enclosure of " + what +
+                               " contains 0");
+    return false;
+  } else {
+    return x == from_double<T>(0.0);
+  }
+}
+
 // Conjugate gradient (Hestenes–Stiefel). Stops early when the residual is
-// exactly zero, where the next step would divide 0 by 0.
+// exactly zero, where the next step would divide 0 by 0. With `trace`, records
+// every iterate (the arithmetic is the same with and without).
 template <class T, class Apply>
-std::vector<T> conjugate_gradient(Apply&& apply, const T* q, int n, int iters) {
+std::vector<T> conjugate_gradient(Apply&& apply, const T* q, int n, int iters, CgTrace<T>* trace = nullptr) {
   const T zero = from_double<T>(0.0);
   std::vector<T> x(n, zero), r(q, q + n), p(q, q + n), Ap(n);
   T rr = dot(r.data(), r.data(), n);
-  for (int i = 0; i < iters && rr != zero; ++i) {
+  if (trace) *trace = CgTrace<T>{};
+  for (int i = 0; i < iters && !cg_divisor_is_zero(rr, "‖r_i‖²", i); ++i) {
     apply(p.data(), Ap.data());
     const T pAp = dot(p.data(), Ap.data(), n);
-    if (pAp == zero) break;
+    if (cg_divisor_is_zero(pAp, "p_iᵀAp_i", i)) break;
     const T alpha = rr / pAp;
+    if (trace) {
+      trace->p.push_back(p);
+      trace->Ap.push_back(Ap);
+      trace->r.push_back(r);
+      trace->rr.push_back(rr);
+      trace->pAp.push_back(pAp);
+      trace->alpha.push_back(alpha);
+    }
     for (int j = 0; j < n; ++j) {
       x[j] += alpha * p[j];
       r[j] -= alpha * Ap[j];
@@ -32,6 +71,14 @@ std::vector<T> conjugate_gradient(Apply&& apply, const T* q, int n, int iters) {
     const T beta = rr_new / rr;
     for (int j = 0; j < n; ++j) p[j] = r[j] + beta * p[j];
     rr = rr_new;
+    if (trace) {
+      trace->beta.push_back(beta);
+      ++trace->steps;
+    }
+  }
+  if (trace) {
+    trace->r.push_back(r);
+    trace->rr.push_back(rr);
   }
   return x;
 }

@@ -1,6 +1,6 @@
 // Backward pass of GKA (reference/gka/backward.hpp), exact solve (implicit
-// differentiation) and Chebyshev (reverse pass over stored iterates), in MPFR at
-// 512 bits, against
+// differentiation), Chebyshev (reverse pass over stored iterates, and GKA Alg. 2)
+// and CG (reverse mode over its recorded iterates), in MPFR at 512 bits, against
 //  * reverse mode through the forward reference code (≤ 1e-70): for Chebyshev this
 //    includes the dependence of the bounds L = ‖H‖_F + λ, μ = λ on H; the variant
 //    that holds them constant (GKA App. C.1) is checked against reverse mode of a
@@ -9,6 +9,8 @@
 //  * GKA eq. (6): Chebyshev run to convergence (r = 80, κ ≤ (a+1)/a = 3, error
 //    factor ≈ 0.27^80 ≈ 1e-46) has the exact solve's gradients to ≤ 1e-30, the bounds'
 //    contribution vanishing with the iteration error.
+// CG runs r = 2 < K steps (GKA's regime r ≪ K; at r ≥ K CG has converged and its
+// further steps divide rounding noise by rounding noise, cg_backward.hpp).
 // hkk0's gradient is compared folded, (i, j) + (j, i): the Cholesky solve reads one
 // triangle of the symmetric H, the hand adjoint treats H as a general matrix, and the
 // two agree on every symmetric perturbation (the only ones H_0 = Σ kkᵀ can make).
@@ -125,9 +127,13 @@ struct DetachedBoundsForward {
   }
 };
 
-TensorMap<mp> hand(const Problem& p, const GkaOptions& o, bool bounds = true) {
+TensorMap<mp> hand(const Problem& p, const GkaOptions& o, bool bounds = true,
+                   ttr::GkaChebyshevBackward route = ttr::GkaChebyshevBackward::unrolled) {
   ttr::GkaGrads<mp> g;
-  ttr::gka_backward(gka_inputs(p.in), o, mp(kScale), {p.cot.at("o"), opt(p.cot, "ht"), opt(p.cot, "hkk")}, g, bounds);
+  ttr::GkaBackwardOptions bo;
+  bo.chebyshev_bounds_gradient = bounds;
+  bo.chebyshev = route;
+  ttr::gka_backward(gka_inputs(p.in), o, mp(kScale), {p.cot.at("o"), opt(p.cot, "ht"), opt(p.cot, "hkk")}, g, bo);
   TensorMap<mp> r{{"q", g.dq}, {"k", g.dk}, {"v", g.dv}, {"g", g.dg}};
   if (p.in.count("beta")) r["beta"] = g.dbeta;
   if (p.in.count("alpha")) r["alpha"] = g.dalpha;
@@ -163,7 +169,7 @@ GkaOptions options(GkaSolver s, double a, bool fixed, int iters) {
   return o;
 }
 
-void check(const GkaOptions& o) {
+void check(const GkaOptions& o, ttr::GkaChebyshevBackward route = ttr::GkaChebyshevBackward::unrolled) {
   const Case cases[] = {{1, 6, 1, 3, 3, true, true, true, true, true, true, 601},
                         {2, 5, 2, 3, 2, false, false, false, false, false, false, 602},
                         {1, 7, 2, 4, 3, true, false, true, false, true, false, 603},
@@ -171,7 +177,7 @@ void check(const GkaOptions& o) {
   for (const Case& c : cases) {
     SCOPED_TRACE("seed " + std::to_string(c.seed));
     const Problem p = make_problem(c);
-    const TensorMap<mp> got = folded(hand(p, o));
+    const TensorMap<mp> got = folded(hand(p, o, true, route));
     expect_grads_close(got, folded(tape_gradient(Forward{o}, p.in, p.cot)), kTapeTol, "vs reverse mode");
     if (c.seed == 601 || c.seed == 602)
       expect_grads_close(got, folded(fd_gradient(Forward{o}, p.in, p.cot, fd_step())), kFdTol,
@@ -199,6 +205,21 @@ TEST(GkaBackward, ChebyshevFixedRidgeMatchesReverseModeAndCentralDifferences) {
   check(options(GkaSolver::chebyshev, 0.1, true, 4));
 }
 
+TEST(GkaBackward, ChebyshevByAlg2MatchesReverseModeAndCentralDifferences) {
+  Mp512 prec;
+  check(options(GkaSolver::chebyshev, 0.1, false, 6), ttr::GkaChebyshevBackward::alg2);
+}
+
+TEST(GkaBackward, ConjugateGradientAdaptiveRidgeMatchesReverseModeAndCentralDifferences) {
+  Mp512 prec;
+  check(options(GkaSolver::cg, 0.1, false, 2));
+}
+
+TEST(GkaBackward, ConjugateGradientFixedRidgeMatchesReverseModeAndCentralDifferences) {
+  Mp512 prec;
+  check(options(GkaSolver::cg, 0.1, true, 2));
+}
+
 // GKA App. C.1's variant: the bounds are constants of the backward.
 TEST(GkaBackward, ChebyshevWithConstantBoundsMatchesReverseModeOfTheDetachedForward) {
   Mp512 prec;
@@ -208,6 +229,7 @@ TEST(GkaBackward, ChebyshevWithConstantBoundsMatchesReverseModeOfTheDetachedForw
     const Problem p = make_problem(c);
     const TensorMap<mp> got = hand(p, o, false);
     expect_grads_close(got, tape_gradient(DetachedBoundsForward{o}, p.in, p.cot), kTapeTol, "constant bounds");
+    expect_grads_close(hand(p, o, false, ttr::GkaChebyshevBackward::alg2), got, 1e-70, "constant bounds, Alg. 2");
     // and the bounds matter: the full adjoint differs.
     EXPECT_GT(rel_err(hand(p, o, true).at("k"), got.at("k")), 1e-8);
   }

@@ -136,15 +136,15 @@ TensorMap<S> all_grads(const TensorMap<double>& raw) {
                            {"da_bar", &kg.da_bar}, {"dp_bar", &kg.dp_bar}, {"dlambda_init", &kg.dlambda_init}})
       at("kla", name) = *t;
   }
-  for (const bool cheb : {false, true}) {
+  for (const auto solver : {ttr::GkaSolver::exact, ttr::GkaSolver::chebyshev, ttr::GkaSolver::cg}) {
     ttr::GkaOptions o;
-    o.solver = cheb ? ttr::GkaSolver::chebyshev : ttr::GkaSolver::exact;
+    o.solver = solver;
     o.a = 0.1;
-    o.iters = 5;
+    o.iters = solver == ttr::GkaSolver::cg ? 2 : 5;  // CG: r < K (cg_backward.hpp)
     const ttr::GkaInputs<S> x{q, k, v, g, &beta, &in.at("eta"), h0, nullptr};  // eta ∈ [0.25, 2] as α
     ttr::GkaGrads<S> gg;
     ttr::gka_backward(x, o, scale, {dout, dht, nullptr}, gg);
-    const std::string n = cheb ? "gka_ch" : "gka";
+    const std::string n = solver == ttr::GkaSolver::exact ? "gka" : solver == ttr::GkaSolver::chebyshev ? "gka_ch" : "gka_cg";
     for (auto [name, t] : {std::pair{"dq", &gg.dq}, {"dk", &gg.dk}, {"dv", &gg.dv}, {"dg", &gg.dg},
                            {"dbeta", &gg.dbeta}, {"dalpha", &gg.dalpha}, {"dh0", &gg.dh0}})
       at(n, name) = *t;
@@ -175,7 +175,7 @@ TEST(BackwardTiers, EveryBackwardInstantiatesForEveryTier) {
   Mp512 prec;
   const TensorMap<double> raw = inputs();
   const TensorMap<mp> ref = all_grads<mp>(raw);
-  EXPECT_EQ(ref.size(), 88u);
+  EXPECT_EQ(ref.size(), 95u);
   const double e64 = worst_rel(all_grads<double>(raw), ref);
   const double e32 = worst_rel(all_grads<float>(raw), ref);
   const double e16 = worst_rel(all_grads<bf16>(raw), ref);
