@@ -23,7 +23,7 @@ Command add_fuzz(CLI::App& app) {
     std::uint64_t seed = 0;
     int chunk_size = 16, max_findings = 3;
     std::int64_t length = 0;
-    bool no_minimise = false;
+    bool no_minimise = false, strict_range = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("fuzz", "search for inputs that break a kernel: NaN/Inf hunts and worst-error "
@@ -44,6 +44,8 @@ Command add_fuzz(CLI::App& app) {
   cmd->add_option("--max-findings", o->max_findings, "reproducers written per kind of finding")
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--no-minimise", o->no_minimise, "write findings as found, unshrunk");
+  cmd->add_flag("--strict-range", o->strict_range,
+                "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
   return [o, chunk_opt]() {
     namespace fs = std::filesystem;
     const LayerEntry& layer = find_layer(o->layer);
@@ -61,6 +63,7 @@ Command add_fuzz(CLI::App& app) {
     opt.gen.length = o->length;
     opt.max_findings = o->max_findings;
     opt.minimise = !o->no_minimise;
+    opt.strict_range = o->strict_range;
     const Mutant mutant = parse_mutant(o->mutant);
     const auto target = fuzz::make_target(ts, layer, form, o->chunk_size, mutant);
     const fs::path dir(o->out);
@@ -84,12 +87,13 @@ Command add_fuzz(CLI::App& app) {
     if (tty) fmt::print(stderr, "\n");
 
     fuzz::CampaignInfo info{layer.spec.name, ts.text(), form, o->chunk_size, opt.objective, o->seed, opt.budget,
-                            o->mutant};
+                            o->mutant, o->strict_range};
     const auto stems = fuzz::write_reproducers(dir, layer, *target, info, r);
     fmt::print("fuzz {} {} {} objective {} seed {} budget {}: {} cases in {:.1f} s ({:.2f} cases/s)\n",
                layer.spec.name, ts.text(), form_name(form), objective_name(opt.objective), o->seed,
                opt.budget.text(), r.last.cases, r.last.seconds, r.last.cases / std::max(r.last.seconds, 1e-9));
-    fmt::print("  NaN/Inf cases (oracle finite): {}; oracle non-finite cases: {}\n", r.last.nonfinite_cases,
+    fmt::print("  NaN/Inf cases (oracle finite): {} kernel failures, {} range findings{}; oracle non-finite cases: {}\n",
+               r.last.nonfinite_cases, r.last.range_cases, opt.strict_range ? " (--strict-range: failures)" : "",
                r.oracle_nonfinite_cases);
     if (opt.objective == fuzz::Objective::ratio)
       fmt::print("  best ratio {:.3g} (screened), {:.3g} under the full check (threshold {})\n", r.last.best_ratio,
@@ -100,7 +104,7 @@ Command add_fuzz(CLI::App& app) {
     for (std::size_t i = 0; i < r.findings.size(); ++i) {
       const fuzz::Finding& f = r.findings[i];
       const fuzz::CaseSize a = fuzz::size_of(f.original), b = fuzz::size_of(f.minimised);
-      failed |= f.kind != fuzz::FindingKind::oracle_nonfinite;
+      failed |= f.kind != fuzz::FindingKind::oracle_nonfinite && (f.kind != fuzz::FindingKind::range || o->strict_range);
       fmt::print("  {}: {} {} (case {}, family {}; T {} -> {}, B*H {} -> {}, nonzeros {} -> {})\n", stems[i],
                  fuzz::kind_name(f.kind), f.objective_value, f.case_index, f.original.family, a.T, b.T, a.sequences,
                  b.sequences, a.nonzeros, b.nonzeros);

@@ -75,6 +75,8 @@ Command add_gate(CLI::App& app) {
   cmd->add_option("--out", o->out, "report directory (report.json, junit.xml)");
   cmd->add_flag("--cuda-only", o->cuda_only, "run only the CUDA target (the kernels of gpu/ on the device)");
   cmd->add_flag("--no-cuda", o->no_cuda, "leave the CUDA target out");
+  cmd->add_flag("--strict-range", o->gate.strict_range,
+                "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
   return [o]() {
     if (o->cuda_only && o->no_cuda) throw InputError("--cuda-only and --no-cuda exclude each other");
     if (o->criterion == "model") o->gate.criterion = Criterion::model;

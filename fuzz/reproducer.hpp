@@ -29,6 +29,7 @@ struct CampaignInfo {
   std::uint64_t seed = 0;
   Budget budget;
   std::string mutant = "none";
+  bool strict_range = false;  // range findings are failures; replays pass --strict-range
 };
 
 // The stems written, in finding order.
