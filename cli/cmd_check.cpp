@@ -166,7 +166,7 @@ Command add_check(CLI::App& app) {
     std::string layer, in, candidate, dtype, oracle, report, junit, form;
     int chunk_size = 64, samples = ModelSpec{}.samples;
     std::uint64_t seed = 0;
-    bool backward = false;
+    bool backward = false, strict_range = false;
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Opts>();
@@ -186,6 +186,8 @@ Command add_check(CLI::App& app) {
       ->check(seed_validator());
   add_backward_flag(*cmd, o->backward);
   add_set_option(*cmd, o->sets);
+  cmd->add_flag("--strict-range", o->strict_range,
+                "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
   return [o]() {
     check_outputs({{"--in", o->in}, {"--candidate", o->candidate}, {"--oracle", o->oracle}},
                   {{"--report", o->report}, {"--junit", o->junit}});
@@ -216,6 +218,7 @@ Command add_check(CLI::App& app) {
     else
       judge.emplace(*in.layer, in.inputs.tensors, in.config,
                     load_oracle(o->oracle, spec, in.config, shapes, in, o->in, expected, dir), dir);
+    judge->set_strict_range(o->strict_range);
     const CheckResult result = (*judge)(candidate, ms);
     const std::string id = check_id(result, case_name(in, o->in)) + (o->backward ? "/backward" : "");
     const std::vector<NamedCheck> checks = {{id, result}};

@@ -25,7 +25,7 @@ Command add_fuzz(CLI::App& app) {
     std::uint64_t seed = 0;
     int chunk_size = 16, max_findings = 3;
     std::int64_t length = 0;
-    bool no_minimise = false;
+    bool no_minimise = false, strict_range = false;
     ShardArgs shard;
   };
   auto o = std::make_shared<Opts>();
@@ -48,6 +48,8 @@ Command add_fuzz(CLI::App& app) {
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--no-minimise", o->no_minimise, "write findings as found, unshrunk");
   add_shard_options(*cmd, o->shard);
+  cmd->add_flag("--strict-range", o->strict_range,
+                "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
   return [o, chunk_opt]() {
     namespace fs = std::filesystem;
     const LayerEntry& layer = find_layer(o->layer);
@@ -65,6 +67,7 @@ Command add_fuzz(CLI::App& app) {
     opt.gen.length = o->length;
     opt.max_findings = o->max_findings;
     opt.minimise = !o->no_minimise;
+    opt.strict_range = o->strict_range;
     const Mutant mutant = parse_mutant(o->mutant);
     const auto target = fuzz::make_target(ts, layer, form, o->chunk_size, mutant);
     // Shard i of N runs its contiguous range of the budget's case indices.
@@ -91,13 +94,14 @@ Command add_fuzz(CLI::App& app) {
     if (tty) fmt::print(stderr, "\n");
 
     fuzz::CampaignInfo info{layer.spec.name, ts.text(), form, o->chunk_size, opt.objective, o->seed, opt.budget,
-                            o->mutant};
+                            o->mutant, o->strict_range};
     if (opt.shard.sharded()) {
       // What must agree between the shards of one campaign, and the cases this one ran.
       const nlohmann::json config{{"layer", layer.spec.name}, {"target", ts.text()},   {"form", form_name(form)},
                                   {"chunk_size", o->chunk_size}, {"mutant", o->mutant}, {"objective", o->objective},
                                   {"seed", o->seed},           {"budget", opt.budget.text()}, {"length", o->length},
-                                  {"max_findings", o->max_findings}, {"minimise", !o->no_minimise}};
+                                  {"max_findings", o->max_findings}, {"minimise", !o->no_minimise},
+                                  {"strict_range", o->strict_range}};
       info.shard = shard_json(opt.shard, config);
       const std::int64_t first = opt.shard.case_range(opt.budget.cases).first;
       info.shard["cases"] = {first, first + r.last.cases};
@@ -107,7 +111,8 @@ Command add_fuzz(CLI::App& app) {
                layer.spec.name, ts.text(), form_name(form), objective_name(opt.objective), o->seed,
                opt.budget.text(), opt.shard.sharded() ? ", shard " + opt.shard.text() : "", r.last.cases,
                r.last.seconds, r.last.cases / std::max(r.last.seconds, 1e-9));
-    fmt::print("  NaN/Inf cases (oracle finite): {}; oracle non-finite cases: {}\n", r.last.nonfinite_cases,
+    fmt::print("  NaN/Inf cases (oracle finite): {} kernel failures, {} range findings{}; oracle non-finite cases: {}\n",
+               r.last.nonfinite_cases, r.last.range_cases, opt.strict_range ? " (--strict-range: failures)" : "",
                r.oracle_nonfinite_cases);
     if (opt.objective == fuzz::Objective::ratio)
       fmt::print("  best ratio {:.3g} (screened), {:.3g} under the full check (threshold {})\n", r.last.best_ratio,
@@ -118,7 +123,7 @@ Command add_fuzz(CLI::App& app) {
     for (std::size_t i = 0; i < r.findings.size(); ++i) {
       const fuzz::Finding& f = r.findings[i];
       const fuzz::CaseSize a = fuzz::size_of(f.original), b = fuzz::size_of(f.minimised);
-      failed |= f.kind != fuzz::FindingKind::oracle_nonfinite;
+      failed |= f.kind != fuzz::FindingKind::oracle_nonfinite && (f.kind != fuzz::FindingKind::range || o->strict_range);
       const bool repeat = std::find(stems.begin(), stems.begin() + static_cast<std::ptrdiff_t>(i), stems[i]) !=
                           stems.begin() + static_cast<std::ptrdiff_t>(i);
       fmt::print("  {}{}: {} {} (case {}, family {}; T {} -> {}, B*H {} -> {}, nonzeros {} -> {})\n",

@@ -78,6 +78,8 @@ Command add_gate(CLI::App& app) {
   cmd->add_flag("--cuda-only", o->cuda_only, "run only the CUDA target (the kernels of gpu/ on the device)");
   cmd->add_flag("--no-cuda", o->no_cuda, "leave the CUDA target out");
   add_shard_options(*cmd, o->shard);
+  cmd->add_flag("--strict-range", o->gate.strict_range,
+                "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
   return [o]() {
     if (o->cuda_only && o->no_cuda) throw InputError("--cuda-only and --no-cuda exclude each other");
     if (o->criterion == "model") o->gate.criterion = Criterion::model;
@@ -134,6 +136,7 @@ Command add_gate(CLI::App& app) {
                                   {"cases", o->gate.cases},   {"seed", o->gate.seed},
                                   {"seeds", o->gate.seeds},   {"samples", o->gate.samples},
                                   {"criterion", o->criterion}, {"mutant", o->gate.mutant},
+                                  {"strict_range", o->gate.strict_range},
                                   {"cpu", o->cuda_only ? "skipped: --cuda-only" : "ran"},
                                   {"cuda", rc.skipped.empty() && !cuda_line.starts_with("skipped") ? "ran" : cuda_line}};
       shard = shard_json(o->gate.shard, config);

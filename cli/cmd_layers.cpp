@@ -116,7 +116,7 @@ std::string dims_md(const TensorSpec& t) { return fmt::format("`[{}]`", fmt::joi
 // Through has_form only, so the rendering does not depend on how the registry stores forms.
 std::string forms_of(const LayerEntry& e) {
   std::string forms;
-  for (Form f : {Form::sequential, Form::chunk, Form::scan})
+  for (Form f : kAllForms)
     if (e.has_form(f)) forms += (forms.empty() ? "`" : ", `") + std::string(form_name(f)) + "`";
   return forms;
 }

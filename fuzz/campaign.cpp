@@ -25,6 +25,7 @@ const char* kind_name(FindingKind k) {
     case FindingKind::nonfinite: return "nonfinite";
     case FindingKind::oracle_nonfinite: return "oracle_nonfinite";
     case FindingKind::ratio: return "ratio";
+    case FindingKind::range: return "range";
   }
   return "?";
 }
@@ -110,7 +111,12 @@ bool still_fails(const LayerEntry& layer, const Target& target, FindingKind kind
   const TensorMap<double> oracle = mpfr_oracle(layer, c);
   switch (kind) {
     case FindingKind::nonfinite:
-      return nonfinite_failures(Judge(layer, c.inputs, cfg, oracle).nonfinite(cand, target.spec().dtype)) > 0;
+    case FindingKind::range: {
+      // The same classification too: a kernel failure must not shrink into a
+      // range case (or back).
+      const CheckResult r = Judge(layer, c.inputs, cfg, oracle).nonfinite(cand, target.model());
+      return nonfinite_failures(r) > 0 && r.range.beyond == (kind == FindingKind::range);
+    }
     case FindingKind::oracle_nonfinite: return oracle_nonfinite_elements(layer.spec, oracle, cand) > 0;
     case FindingKind::ratio: {
       // The same kind of failure: a finite ratio above the threshold, not a NaN
@@ -182,7 +188,7 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
   CampaignResult res;
   Progress& p = res.last;
   std::vector<PoolEntry> pool;  // the worst inputs so far (ratio objective), worst first
-  int kept[3] = {0, 0, 0};
+  int kept[kFindingKinds] = {};
   Case best_case;
   bool have_best = false;
   const auto [first, end] = opt.shard.case_range(opt.budget.cases);
@@ -220,11 +226,12 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
       if (need_model) {
         check = full_check(layer, target, c, oracle, s.candidate);
       } else {
-        check = Judge(layer, c.inputs, Config::make(spec, c.config), oracle).nonfinite(s.candidate, target.spec().dtype);
+        check = Judge(layer, c.inputs, Config::make(spec, c.config), oracle).nonfinite(s.candidate, target.model());
       }
       if (const std::int64_t nf = nonfinite_failures(check); nf > 0) {
-        ++p.nonfinite_cases;
-        found = true, kind = FindingKind::nonfinite, value = static_cast<double>(nf);
+        ++(check.range.beyond ? p.range_cases : p.nonfinite_cases);
+        found = true, kind = check.range.beyond ? FindingKind::range : FindingKind::nonfinite,
+        value = static_cast<double>(nf);
       } else if (need_model && !check.pass) {
         found = true, kind = FindingKind::ratio, value = max_ratio(check);
       } else if (orc > 0) {
@@ -246,7 +253,8 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
       std::stable_sort(pool.begin(), pool.end(), [](const PoolEntry& a, const PoolEntry& b) { return a.ratio > b.ratio; });
     }
     if (found) {
-      if (res.first_finding_case < 0 && kind != FindingKind::oracle_nonfinite) {
+      const bool failure = kind != FindingKind::oracle_nonfinite && (kind != FindingKind::range || opt.strict_range);
+      if (res.first_finding_case < 0 && failure) {
         res.first_finding_case = i;
         res.first_finding_seconds = elapsed();
       }
@@ -273,7 +281,8 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
     f.candidate = target.run(layer, f.minimised.inputs, cfg);
     const TensorMap<double> oracle = mpfr_oracle(layer, f.minimised);
     f.check = full_check(layer, target, f.minimised, oracle, f.candidate);
-    f.objective_value = f.kind == FindingKind::nonfinite ? static_cast<double>(nonfinite_failures(f.check))
+    f.objective_value = f.kind == FindingKind::nonfinite || f.kind == FindingKind::range
+                            ? static_cast<double>(nonfinite_failures(f.check))
                         : f.kind == FindingKind::ratio   ? max_ratio(f.check)
                                                          : static_cast<double>(oracle_nonfinite_elements(spec, oracle, f.candidate));
   }

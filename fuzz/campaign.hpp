@@ -18,7 +18,10 @@
 // and representable: `ttrcheck check` fails), `oracle_nonfinite` (the oracle itself
 // has no finite value where the kernel returned a finite one: reported, not a
 // kernel failure), `ratio` (finite, but the error ratio exceeds the gate's
-// threshold 8: `ttrcheck check` fails).
+// threshold 8: `ttrcheck check` fails), `range` (NaN/Inf where the oracle is
+// finite, but the exact computation of the kernel's form has an intermediate
+// beyond the dtype's range, gate/range.hpp: no kernel of this form and dtype can
+// compute the case; not a failure unless strict_range).
 //
 // Determinism: case i is a function of (seed, i) and of the results of cases
 // < i (local search); nothing depends on time except where a time budget stops.
@@ -44,7 +47,8 @@
 namespace ttr::fuzz {
 
 enum class Objective { nan, ratio };
-enum class FindingKind { nonfinite, oracle_nonfinite, ratio };
+enum class FindingKind { nonfinite, oracle_nonfinite, ratio, range };
+inline constexpr int kFindingKinds = 4;
 const char* objective_name(Objective);
 Objective parse_objective(const std::string&);  // InputError
 const char* kind_name(FindingKind);
@@ -62,7 +66,8 @@ struct Progress {
   std::int64_t cases = 0;               // run (by this shard)
   double seconds = 0;
   double best_ratio = 0;                // screened
-  std::int64_t nonfinite_cases = 0;     // cases with a confirmed non-finite failure
+  std::int64_t nonfinite_cases = 0;     // cases with a confirmed non-finite failure (not range)
+  std::int64_t range_cases = 0;         // cases whose non-finite values are range findings
   std::int64_t findings = 0;            // findings kept (to be minimised and written)
 };
 
@@ -76,6 +81,7 @@ struct CampaignOptions {
   int minimise_trials = 300;  // bound on the minimiser's runs per finding
   int screen_samples = 2;
   Shard shard;  // run this shard's range of the budget's case indices
+  bool strict_range = false;  // --strict-range: range findings count as failures (exit 1)
   std::function<void(const Progress&)> progress;  // after every case
 };
 
@@ -86,7 +92,7 @@ struct Finding {
   Case original, minimised;
   TensorMap<double> candidate;   // the target's outputs on `minimised`
   CheckResult check;             // `ttrcheck check`'s verdict on `minimised`
-  double objective_value = 0;    // nonfinite: failing elements; oracle_nonfinite: elements; ratio: max ratio
+  double objective_value = 0;    // nonfinite, range: failing elements; oracle_nonfinite: elements; ratio: max ratio
 };
 
 struct CampaignResult {

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "gate/report.hpp"
 #include "oracles/io/text_file.hpp"
 #include "gate/mutants.hpp"
 #include "oracles/oracle.hpp"
@@ -41,7 +42,9 @@ nlohmann::json check_json(const CheckResult& r) {
     }
     t.push_back(e);
   }
-  return {{"pass", r.pass}, {"threshold", r.threshold}, {"tensors", t}};
+  nlohmann::json out{{"pass", r.pass}, {"threshold", r.threshold}, {"tensors", t}};
+  if (r.range.beyond) out["range"] = range_json(r.range, r.range_excused);
+  return out;
 }
 
 std::string what_it_is(FindingKind k) {
@@ -51,6 +54,10 @@ std::string what_it_is(FindingKind k) {
       return "the oracle itself has no finite value where the kernel returned a finite one (not a kernel failure: "
              "the inputs leave the layer's domain)";
     case FindingKind::ratio: return "finite outputs whose error ratio exceeds the gate's threshold";
+    case FindingKind::range:
+      return "NaN/Inf where the oracle is finite, but an exact intermediate of the kernel's form exceeds the "
+             "dtype's range (check.range names it): no kernel of this form and dtype can compute these inputs; "
+             "not a kernel failure unless --strict-range";
   }
   return "";
 }
@@ -74,6 +81,7 @@ std::string check_command(const CampaignInfo& info, const std::string& stem, con
                               info.layer, stem, candidate_file, info.target.substr(info.target.find(':') + 1),
                               form_name(info.form));
   if (info.form != Form::sequential) c += fmt::format(" --chunk-size {}", info.chunk_size);
+  if (info.strict_range) c += " --strict-range";
   return c;
 }
 
@@ -82,7 +90,7 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
   std::vector<fs::path> written;
   std::vector<std::string> stems;
   try {
-    int index[3] = {0, 0, 0};
+    int index[kFindingKinds] = {};
     const std::string dtype = info.target.substr(info.target.find(':') + 1);
     std::map<std::string, std::string> seen;  // reproducer_key -> stem
     nlohmann::json duplicates = nlohmann::json::array();
@@ -161,6 +169,8 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
                                  {"budget", info.budget.text()},
                                  {"cases", info.budget.cases > 0 ? nlohmann::json(r.last.cases) : nlohmann::json("time budget")},
                                  {"nonfinite_cases", r.last.nonfinite_cases},
+                                 {"range_cases", r.last.range_cases},
+                                 {"strict_range", info.strict_range},
                                  {"oracle_nonfinite_cases", r.oracle_nonfinite_cases},
                                  {"best_ratio_screened", number(r.last.best_ratio)},
                                  {"best_ratio_confirmed", number(r.best_ratio_confirmed)},

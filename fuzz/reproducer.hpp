@@ -34,6 +34,7 @@ struct CampaignInfo {
   std::uint64_t seed = 0;
   Budget budget;
   std::string mutant = "none";
+  bool strict_range = false;  // range findings are failures; replays pass --strict-range
   nlohmann::json shard = nullptr;  // a shard's record for `ttrcheck merge` (gate/shard.hpp); null: not sharded
 };
 

@@ -95,6 +95,19 @@ struct TensorVerdict {
   bool pass = true;
 };
 
+// The range classification of a check with non-finite failures (gate/range.hpp):
+// the first intermediate of the form's exact computation beyond the largest
+// finite value of the format it is rounded to, if any.
+struct RangeNote {
+  bool beyond = false;          // false: the NaN/Inf is the kernel's failure
+  Form form = Form::chunk;      // the form traced (the model's)
+  std::string intermediate;     // the form's name for it ("" where the form names none)
+  std::string operation;        // "+", "-", "*", "/", "exp", "sqrt", "ldexp", "store"
+  std::string format;           // the format it is rounded to: fp32, bf16, fp16, fp64
+  double value = 0.0;           // its exact value (±inf: beyond double's range too)
+  double limit = 0.0;           // that format's largest finite value
+};
+
 struct CheckResult {
   std::string layer;
   Tier dtype = Tier::bf16;
@@ -103,6 +116,11 @@ struct CheckResult {
   double threshold = kRatioThreshold;
   std::vector<TensorVerdict> tensors;  // in the spec's output order
   bool pass = true;
+  // Set when the check has non-finite failures and the form's exact intermediates
+  // leave the dtype's range (a `range` finding): range.beyond. range_excused: the
+  // non-finite failures were not counted (the default; not under --strict-range).
+  RangeNote range;
+  bool range_excused = false;
 };
 
 // Compares a candidate with the oracle under the model. `o` must be present;

@@ -45,6 +45,7 @@ std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const
   // run of the sequential form.
   const Arith reference = opt.criterion == Criterion::model ? Arith{Tier::mpfr, kGateOracleBits} : Arith{Tier::fp32, 0};
   Judge judge(*u.layer, in, cfg, reference);
+  judge.set_strict_range(opt.strict_range);
   std::vector<GateCheck> out;
   for (const auto& [form, dtype] : u.kernels) {
     TensorMap<double> cand;
@@ -157,7 +158,8 @@ GateResult run_gate(const GateOptions& opt) {
     std::size_t expected = 0;
     if (opt.backend == Backend::cpu) {
       for (Form form : e.form_list())
-        if (form != Form::sequential && (opt.forms.empty() || std::count(opt.forms.begin(), opt.forms.end(), form)))
+        if (form != Form::sequential && (opt.forms.empty() ? sweeps_by_default(form)
+                                                           : std::count(opt.forms.begin(), opt.forms.end(), form) > 0))
           for (Tier t : {Tier::bf16, Tier::fp32}) kernels.emplace_back(form, t);
       expected = kernels.size();
     } else {

@@ -40,6 +40,7 @@ struct GateOptions {
   std::string mutant;                   // run the kernels under this mutant (testing the gate)
   bool fail_fast = false;               // stop scheduling work after the first failed check
   Shard shard;                          // run only this shard's units (unit k: shard k mod N)
+  bool strict_range = false;            // range findings fail (docs/error-model.md, "Range findings")
   std::function<void(std::size_t done, std::size_t total, const std::string& id)> progress;
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <limits>
 
+#include "gate/range.hpp"
 #include "oracles/error.hpp"
 
 namespace ttr {
@@ -69,9 +70,39 @@ const ErrorModel& Judge::model(const ModelSpec& ms) {
   return it->second;
 }
 
+const RangeNote& Judge::range_note(const ModelSpec& ms) {
+  const auto key = std::make_tuple(static_cast<int>(ms.form), static_cast<int>(ms.dtype), ms.chunk_size,
+                                   static_cast<int>(direction_));
+  auto it = ranges_.find(key);
+  if (it == ranges_.end()) {
+    ModelSpec one = ms;
+    one.direction = direction_;
+    it = ranges_.emplace(key, trace_range(layer_, inputs_, cfg_, one)).first;
+  }
+  return it->second;
+}
+
+namespace {
+bool has_nonfinite_failures(const CheckResult& r) {
+  for (const TensorVerdict& v : r.tensors)
+    if (v.nonfinite_failures > 0) return true;
+  return false;
+}
+}  // namespace
+
 CheckResult Judge::operator()(const TensorMap<double>& candidate, const ModelSpec& ms) {
   const TensorMap<double>& ref = oracle();
-  return compare(spec_, ref, model(ms), candidate);
+  CheckResult r = compare(spec_, ref, model(ms), candidate);
+  if (has_nonfinite_failures(r)) apply_range(r, range_note(ms), strict_range_);
+  return r;
+}
+
+CheckResult Judge::nonfinite(const TensorMap<double>& candidate, const ModelSpec& ms) {
+  CheckResult r = nonfinite(candidate, ms.dtype);
+  r.model_form = ms.form;
+  r.chunk_size = ms.chunk_size;
+  if (has_nonfinite_failures(r)) apply_range(r, range_note(ms), strict_range_);
+  return r;
 }
 
 CheckResult Judge::nonfinite(const TensorMap<double>& candidate, Tier dtype) {
@@ -128,6 +159,7 @@ CheckResult Judge::fla(const TensorMap<double>& cand, const ModelSpec& ms) {
 CheckResult judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg,
                   const TensorMap<double>& candidate, const JudgeOptions& opt) {
   Judge j(layer, inputs, cfg, opt.oracle, opt.model.direction);
+  j.set_strict_range(opt.strict_range);
   return opt.criterion == Criterion::fla ? j.fla(candidate, opt.model) : j(candidate, opt.model);
 }
 

@@ -26,6 +26,7 @@ struct JudgeOptions {
   ModelSpec model;                     // the kernel's algorithm, dtype, chunk size, samples, seed, direction
   Arith oracle{Tier::mpfr, 256};       // the reference: the sequential form in this arithmetic
   Criterion criterion = Criterion::model;
+  bool strict_range = false;           // range findings fail (--strict-range)
 };
 
 // One input set of one layer, judged once or many times: the oracle is computed
@@ -51,13 +52,22 @@ class Judge {
   // The model of `ms` (quadrature over ms.form and ms.also), cached.
   const ErrorModel& model(const ModelSpec& ms);
 
-  // The verdict on a candidate under the model of `ms`.
+  // The verdict on a candidate under the model of `ms`. Non-finite failures are
+  // range-classified (gate/range.hpp) against ms's form and dtype: a `range`
+  // finding is recorded in CheckResult::range and, unless strict_range, excused.
   CheckResult operator()(const TensorMap<double>& candidate, const ModelSpec& ms);
+  // --strict-range: range findings stay failures (still classified and reported).
+  void set_strict_range(bool strict) { strict_range_ = strict; }
+  // The range trace of ms's form and dtype on these inputs, cached.
+  const RangeNote& range_note(const ModelSpec& ms);
   // The verdict under FLA's criterion: the oracle must be the fp32 sequential run.
   CheckResult fla(const TensorMap<double>& candidate, const ModelSpec& ms);
   // Only the NaN/Inf rule (a non-finite candidate element where the oracle is
   // finite and representable in ms.dtype fails), no model: what screening needs.
   CheckResult nonfinite(const TensorMap<double>& candidate, Tier dtype);
+  // The same, with the non-finite failures range-classified against ms's form and
+  // dtype (as operator() does).
+  CheckResult nonfinite(const TensorMap<double>& candidate, const ModelSpec& ms);
   // Two candidates against each other (e.g. a chunk kernel against a sequential
   // kernel of the same dtype): `reference` in the oracle's place, the two
   // kernels' models in quadrature (independent errors).
@@ -76,6 +86,8 @@ class Judge {
   std::optional<TensorMap<double>> oracle_;
   std::map<std::tuple<int, int, int, int, std::uint64_t, int>, ErrorModel> singles_;
   std::map<std::string, ErrorModel> combined_;
+  std::map<std::tuple<int, int, int, int>, RangeNote> ranges_;
+  bool strict_range_ = false;
 };
 
 // The one-shot form: oracle, model and verdict for one candidate.

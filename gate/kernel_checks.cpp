@@ -21,6 +21,7 @@ ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed) {
 std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<double>& in, const Config& cfg,
                                      const std::string& case_name, std::uint64_t seed, const KernelCheckOptions& opt) {
   Judge judge(layer, in, cfg, {Tier::mpfr, 128});
+  judge.set_strict_range(opt.strict_range);
   std::vector<GateCheck> out;
   for (Tier dtype : opt.dtypes) {
     const KernelImpl* ran[2] = {nullptr, nullptr};  // chunk, sequential

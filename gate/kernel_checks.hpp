@@ -37,6 +37,7 @@ struct KernelCheckOptions {
   // Also judge the chunk kernel against the sequential kernel directly (same
   // dtype), their models in quadrature: id ".../cuda-chunk-vs-sequential/...".
   bool cross = false;
+  bool strict_range = false;  // range findings fail (gate/range.hpp)
   KernelOptions launch;
 };
 

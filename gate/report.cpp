@@ -70,6 +70,14 @@ std::string xml_escape(const std::string& raw, bool attribute) {
   return out;
 }
 
+// "range: <intermediate> = <value> beyond fp32's 3.40e+38 (operation *)".
+std::string range_line(const CheckResult& r) {
+  const RangeNote& n = r.range;
+  return fmt::format("range: {} = {:.3g} beyond {}'s largest finite value {:.3g} (operation {} of the {} form)",
+                     n.intermediate.empty() ? "an unnamed intermediate" : n.intermediate, n.value, n.format, n.limit,
+                     n.operation, form_name(n.form));
+}
+
 // One line per failing tensor, for JUnit's failure message and body.
 std::vector<std::string> failure_lines(const CheckResult& r) {
   std::vector<std::string> lines;
@@ -83,6 +91,7 @@ std::vector<std::string> failure_lines(const CheckResult& r) {
     s += fmt::format("; max abs error {:.3e}", t.max_abs_error);
     lines.push_back(std::move(s));
   }
+  if (r.range.beyond) lines.push_back(range_line(r) + " (--strict-range: counted as a failure)");
   if (lines.empty()) lines.push_back("failed");  // compare() fails only through a tensor; kept for safety of the XML
   return lines;
 }
@@ -105,6 +114,20 @@ json json_number(double x) {
   if (std::isnan(x)) return "nan";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
   return x;
+}
+
+json range_json(const RangeNote& note, bool excused) {
+  return {{"intermediate", note.intermediate.empty() ? json(nullptr) : json(note.intermediate)},
+          {"operation", note.operation},
+          {"format", note.format},
+          {"value", json_number(note.value)},
+          {"limit", json_number(note.limit)},
+          {"excused", excused}};
+}
+
+const char* verdict_name(const CheckResult& r) {
+  if (!r.pass) return "fail";
+  return r.range.beyond && r.range_excused ? "range" : "pass";
 }
 
 json check_json(const std::string& id, const CheckResult& r) {
@@ -130,6 +153,8 @@ json check_json(const std::string& id, const CheckResult& r) {
           {"chunk_size", r.chunk_size},
           {"threshold", json_number(r.threshold)},
           {"pass", r.pass},
+          {"verdict", verdict_name(r)},
+          {"range", r.range.beyond ? range_json(r.range, r.range_excused) : json(nullptr)},
           {"tensors", std::move(tensors)}};
 }
 
@@ -159,13 +184,18 @@ void write_junit(const std::string& path, const std::string& xml) { io::write_te
 
 std::string junit_xml(const std::string& suite_name, const std::vector<NamedCheck>& checks) {
   const auto failures = std::count_if(checks.begin(), checks.end(), [](const NamedCheck& c) { return !c.second.pass; });
+  const auto skipped = std::count_if(checks.begin(), checks.end(), [](const NamedCheck& c) {
+    return std::string(verdict_name(c.second)) == "range";
+  });
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x += fmt::format("<testsuites name=\"ttrcheck\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n", checks.size(), failures);
-  x += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
-                   xml_escape(suite_name, true), checks.size(), failures);
+  x += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n",
+                   xml_escape(suite_name, true), checks.size(), failures, skipped);
   for (const auto& [id, r] : checks) {
     x += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n", xml_escape(r.layer, true), xml_escape(id, true));
-    if (!r.pass) {
+    if (r.pass && r.range.beyond && r.range_excused) {
+      x += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(range_line(r), true));
+    } else if (!r.pass) {
       const auto lines = failure_lines(r);
       std::string body;
       for (const auto& l : lines) body += l + "\n";
@@ -196,9 +226,10 @@ void print_table(std::FILE* out, const std::vector<NamedCheck>& checks) {
         rows.push_back({id, t.name, "-", "-", "-", "-", "-", "absent"});
         continue;
       }
+      const bool excused = r.range.beyond && r.range_excused && (t.nonfinite_failures > 0 || t.max_ratio > r.threshold);
       rows.push_back({id, t.name, fmt::format("{:.3e}", t.max_abs_error), ratio_str(t.max_ratio),
                       location_str(where(t)), std::to_string(t.nan_count), std::to_string(t.inf_count),
-                      t.pass ? "PASS" : "FAIL"});
+                      excused ? "RANGE" : t.pass ? "PASS" : "FAIL"});
     }
   std::vector<std::size_t> width(head.size());
   for (std::size_t c = 0; c < head.size(); ++c) {
@@ -218,12 +249,18 @@ void print_table(std::FILE* out, const std::vector<NamedCheck>& checks) {
   };
   line(head);
   for (const auto& row : rows) line(row);
+  for (const auto& [id, r] : checks)
+    if (r.range.beyond) std::fprintf(out, "%s: %s\n", id.c_str(), range_line(r).c_str());
   const auto failed = std::count_if(checks.begin(), checks.end(), [](const NamedCheck& c) { return !c.second.pass; });
   const auto t = common_threshold(checks);
   const std::string threshold = t ? "error ratio threshold " + ratio_str(*t) : "thresholds per check";
+  const auto ranged = std::count_if(checks.begin(), checks.end(), [](const NamedCheck& c) {
+    return std::string(verdict_name(c.second)) == "range";
+  });
+  const std::string excused = ranged ? fmt::format(", {} range finding{} excused", ranged, ranged == 1 ? "" : "s") : "";
   if (failed == 0)
-    std::fprintf(out, "verdict: PASS (%zu check%s, %s)\n", checks.size(), checks.size() == 1 ? "" : "s",
-                 threshold.c_str());
+    std::fprintf(out, "verdict: PASS (%zu check%s%s, %s)\n", checks.size(), checks.size() == 1 ? "" : "s",
+                 excused.c_str(), threshold.c_str());
   else
     std::fprintf(out, "verdict: FAIL (%td of %zu check%s failed, %s)\n", failed, checks.size(),
                  checks.size() == 1 ? "" : "s", threshold.c_str());

@@ -26,6 +26,10 @@ std::string check_id(const CheckResult& r, const std::string& case_name);
 nlohmann::json json_number(double x);
 
 nlohmann::json check_json(const std::string& id, const CheckResult& r);
+// A range note (gate/range.hpp) as the report's `range` object.
+nlohmann::json range_json(const RangeNote& note, bool excused);
+// "pass", "fail", or "range" (non-finite failures excused as a range finding).
+const char* verdict_name(const CheckResult& r);
 
 // `kind`: "check" (ttrcheck check) or "gate" (ttrcheck gate); anything else is a
 // programming error (std::invalid_argument). The top-level threshold is the

@@ -17,7 +17,7 @@ bool LayerEntry::has_form(Form f, Direction d) const {
 
 std::vector<Form> LayerEntry::form_list(Direction d) const {
   std::vector<Form> out;
-  for (Form f : {Form::sequential, Form::chunk, Form::scan})
+  for (Form f : kAllForms)
     if (has_form(f, d)) out.push_back(f);
   return out;
 }
@@ -45,17 +45,17 @@ const KernelImpl* LayerEntry::kernel(Backend b, Form f, Direction d) const {
 
 std::vector<const KernelImpl*> LayerEntry::kernel_list(Backend b, Direction d) const {
   std::vector<const KernelImpl*> out;
-  for (Form f : {Form::chunk, Form::scan, Form::sequential})  // the production algorithm first
+  for (Form f : {Form::chunk, Form::scan, Form::sequential, Form::chunk_unscaled, Form::scan_unscaled})  // the production algorithm first
     if (const KernelImpl* k = kernel(b, f, d)) out.push_back(k);
   return out;
 }
 
 Form parse_form(const std::string& s) {
-  for (Form f : {Form::sequential, Form::chunk, Form::scan})
+  for (Form f : kAllForms)
     if (s == form_name(f)) return f;
   // FLA's and the papers' names of the one-token-at-a-time form (docs/architecture.md, "Names").
   if (s == "fused_recurrent" || s == "recurrent") return Form::sequential;
-  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan)", s));
+  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan|chunk_unscaled|scan_unscaled)", s));
 }
 
 Direction parse_direction(const std::string& s) {

@@ -67,7 +67,8 @@ const LayerEntry& register_layer(LayerEntry entry);
 void unregister_layer(const std::string& name);
 // InputError naming the layer and listing the known ones.
 const LayerEntry& find_layer(const std::string& name);
-// "sequential" (also FLA's "fused_recurrent" and "recurrent"), "chunk", "scan".
+// "sequential" (also FLA's "fused_recurrent" and "recurrent"), "chunk", "scan",
+// "chunk_unscaled", "scan_unscaled".
 Form parse_form(const std::string& s);
 Direction parse_direction(const std::string& s);
 

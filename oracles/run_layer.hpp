@@ -61,6 +61,8 @@ struct chunk {
   using arg = policy_for_t<Tier>;
 };
 struct scan : chunk {};
+struct chunk_unscaled : chunk {};
+struct scan_unscaled : chunk {};
 }  // namespace forms
 
 }  // namespace ttr

@@ -18,9 +18,13 @@ const char* form_name(Form f) {
     case Form::sequential: return "sequential";
     case Form::chunk: return "chunk";
     case Form::scan: return "scan";
+    case Form::chunk_unscaled: return "chunk_unscaled";
+    case Form::scan_unscaled: return "scan_unscaled";
   }
   return "?";
 }
+
+bool sweeps_by_default(Form f) { return f != Form::chunk_unscaled && f != Form::scan_unscaled; }
 
 const char* direction_name(Direction d) { return d == Direction::forward ? "forward" : "backward"; }
 

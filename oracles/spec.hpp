@@ -81,7 +81,18 @@ struct ConfigKey {
 // `sequential` is the definition, one token at a time (the papers' recurrent
 // form, FLA's fused_recurrent, our CUDA sequential kernels); `chunk` the
 // chunkwise algorithm of production kernels; `scan` an associative scan.
-enum class Form { sequential, chunk, scan };
+// `chunk_unscaled`, `scan_unscaled`: KLA-K's chunk and scan in the paper's
+// representation (Λ, η as plain numbers), which overflows fp32 where the truth
+// does not; `chunk`/`scan` there are the scaled forms
+// (reference/kla_kalman/scaled_scan.hpp). Kept for comparison and for
+// reproducing that finding; not swept unless named (sweeps_by_default).
+enum class Form { sequential, chunk, scan, chunk_unscaled, scan_unscaled };
+// Every form, in the order listings use.
+inline constexpr Form kAllForms[] = {Form::sequential, Form::chunk, Form::scan, Form::chunk_unscaled,
+                                     Form::scan_unscaled};
+// Whether the gate, the fuzzer's default and the test sweeps over "every form"
+// include it: all but the unscaled reference forms.
+bool sweeps_by_default(Form);
 // What a form computes: the layer's outputs, or the gradients of its inputs from
 // the cotangents of its outputs (backward_spec).
 enum class Direction { forward, backward };

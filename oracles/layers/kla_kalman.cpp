@@ -29,8 +29,11 @@ LayerSpec spec_kla_kalman() {
        "KLA-K Alg. 1"},
       {"precision and information mean are carried per slot (n, d); the KLA-K readout is the posterior mean "
        "μ = η/Λ and its variance 1/Λ, contracted with q over n",
-       "with p̄ = 0 the precision grows like ā^{-2t}: no exponent range is assumed (MPFR carries it; float64 "
-       "tiers overflow to inf and return NaN, which the gate reports)",
+       "with p̄ = 0 the precision grows like ā^{-2t}: no exponent range is assumed (MPFR carries it; the "
+       "sequential form in float tiers overflows to inf and returns NaN, which the gate reports)",
+       "forms chunk and scan carry every quantity of both scans (Möbius entries, Λ, the affine pairs, η) as "
+       "mantissa and integer exponent, so no intermediate overflows fp32/bf16 (docs/kla-scaled.md); chunk_unscaled and "
+       "scan_unscaled are the paper's representation (Λ, η as plain numbers), kept for comparison",
        "scale defaults to 1, unlike the other layers"},
   };
 }

@@ -3,6 +3,7 @@
 
 #include "oracles/layers/adapter.hpp"
 #include "reference/kla_kalman/backward.hpp"
+#include "reference/kla_kalman/scaled_scan.hpp"
 #include "reference/kla_kalman/scan.hpp"
 #include "reference/kla_kalman/sequential.hpp"
 
@@ -31,28 +32,44 @@ struct kla_kalman {
   }
 
   // Form `scan`: Möbius and affine prefix scans, one Blelloch tree over the sequence
-  // (KLA-K Cor. 1.1, 2.1; reference/kla_kalman/scan.hpp narrows under P itself).
+  // (KLA-K Cor. 1.1, 2.1), in the scaled representation that cannot overflow
+  // (reference/kla_kalman/scaled_scan.hpp; it narrows under P itself).
   template <class P>
   static void scan(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions&,
                    TensorMap<typename P::acc>& out) {
-    using A = typename P::acc;
-    KlaOutputs<A> r;
-    kla_kalman_scan<P>(inputs_of(in), from_double<A>(cfg.number("lambda0")), from_double<A>(cfg.number("scale")), r);
-    emit(r, out);
+    run_scan<P>(in, cfg, ScanPlan::whole_sequence(), kla_kalman_scaled_forward<P>, out);
   }
 
   // Form `chunk`: the same scans, two-level with chunks of opt.chunk_size tokens.
   template <class P>
   static void chunk(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions& opt,
                     TensorMap<typename P::acc>& out) {
-    using A = typename P::acc;
-    KlaOutputs<A> r;
-    kla_kalman_chunk<P>(inputs_of(in), from_double<A>(cfg.number("lambda0")), from_double<A>(cfg.number("scale")),
-                        opt.chunk_size, r);
-    emit(r, out);
+    run_scan<P>(in, cfg, ScanPlan::chunked(opt.chunk_size), kla_kalman_scaled_forward<P>, out);
+  }
+
+  // Forms `scan_unscaled`, `chunk_unscaled`: the same scans with Λ and η as plain
+  // numbers, as the paper writes them (reference/kla_kalman/scan.hpp): overflow
+  // where p̄ = 0 and ā is small; kept for comparison.
+  template <class P>
+  static void scan_unscaled(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions&,
+                            TensorMap<typename P::acc>& out) {
+    run_scan<P>(in, cfg, ScanPlan::whole_sequence(), kla_kalman_scan_forward<P>, out);
+  }
+  template <class P>
+  static void chunk_unscaled(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions& opt,
+                             TensorMap<typename P::acc>& out) {
+    run_scan<P>(in, cfg, ScanPlan::chunked(opt.chunk_size), kla_kalman_scan_forward<P>, out);
   }
 
  private:
+  template <class P, class Forward>
+  static void run_scan(const TensorMap<typename P::acc>& in, const Config& cfg, const ScanPlan& plan,
+                       Forward forward, TensorMap<typename P::acc>& out) {
+    using A = typename P::acc;
+    KlaOutputs<A> r;
+    forward(inputs_of(in), from_double<A>(cfg.number("lambda0")), from_double<A>(cfg.number("scale")), plan, r);
+    emit(r, out);
+  }
   template <class T>
   static KlaInputs<T> inputs_of(const TensorMap<T>& in) {
     return {in.at("q"),     in.at("k"),     in.at("v"),

@@ -22,7 +22,9 @@
 #include <cstdint>
 #include <string>
 
+#include "reference/core/intermediate.hpp"
 #include "reference/core/policy.hpp"
+#include "reference/core/pow2.hpp"
 #include "reference/core/scalar.hpp"
 
 namespace ttr {
@@ -39,11 +41,27 @@ inline bool mca_representable(double x, McaFormat f) {
   }
 }
 
+// The first value of a traced run beyond the largest finite value of the format
+// it is rounded to (gate/range.hpp): which intermediate (the form's name for it,
+// reference/core/intermediate.hpp), which operation, the value and the limit.
+struct McaRangeEvent {
+  bool exceeded = false;
+  const char* intermediate = nullptr;  // nullptr: the form names none there
+  const char* operation = "";          // "+", "-", "*", "/", "exp", "sqrt", "log", "ldexp", "store"
+  double value = 0.0, limit = 0.0;
+};
+
 struct McaContext {
   double u_op = 0.0;     // relative perturbation bound of every arithmetic result
   double u_store = 0.0;  // ... of every value the policy narrows (storage, operands)
   McaFormat op_format = McaFormat::any, store_format = McaFormat::any;
   std::uint64_t s[2] = {0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull};
+  // Range trace: when on, every operation result is compared with op_max and
+  // every narrowed value with store_max (the formats' largest finite values),
+  // and the first one beyond is kept. Off: one predictable branch per operation.
+  bool trace_range = false;
+  double op_max = 0.0, store_max = 0.0;
+  McaRangeEvent first_beyond;
 };
 
 inline McaContext& mca_context() {
@@ -107,10 +125,11 @@ class McaReal {
   explicit McaReal(double x) : v_(x) {}
   double value() const { return v_; }
 
-  friend McaReal operator+(McaReal a, McaReal b) { return op(a.v_ + b.v_); }
-  friend McaReal operator-(McaReal a, McaReal b) { return op(a.v_ - b.v_); }
-  friend McaReal operator*(McaReal a, McaReal b) { return op(a.v_ * b.v_); }
-  friend McaReal operator/(McaReal a, McaReal b) { return op(a.v_ / b.v_); }
+  friend McaReal operator+(McaReal a, McaReal b) { return op(a.v_ + b.v_, "+"); }
+  friend McaReal operator-(McaReal a, McaReal b) { return op(a.v_ - b.v_, "-"); }
+  friend McaReal operator*(McaReal a, McaReal b) { return op(a.v_ * b.v_, "*"); }
+  // x/0 is a division by zero, not a value beyond the range: never traced.
+  friend McaReal operator/(McaReal a, McaReal b) { return op(a.v_ / b.v_, b.v_ == 0.0 ? nullptr : "/"); }
   friend McaReal operator-(McaReal a) { return McaReal(-a.v_); }
   McaReal& operator+=(McaReal b) { return *this = *this + b; }
   McaReal& operator-=(McaReal b) { return *this = *this - b; }
@@ -123,19 +142,45 @@ class McaReal {
   friend bool operator<=(McaReal a, McaReal b) { return a.v_ <= b.v_; }
   friend bool operator>=(McaReal a, McaReal b) { return a.v_ >= b.v_; }
 
-  friend McaReal sqrt(McaReal a) { return op(std::sqrt(a.v_)); }
-  friend McaReal exp(McaReal a) { return op(std::exp(a.v_)); }
-  friend McaReal log(McaReal a) { return op(std::log(a.v_)); }
+  friend McaReal sqrt(McaReal a) { return op(std::sqrt(a.v_), "sqrt"); }
+  friend McaReal exp(McaReal a) { return op(std::exp(a.v_), "exp"); }
+  friend McaReal log(McaReal a) { return op(std::log(a.v_), nullptr); }
   friend McaReal abs(McaReal a) { return McaReal(std::fabs(a.v_)); }
   friend McaReal fabs(McaReal a) { return McaReal(std::fabs(a.v_)); }
   friend bool isfinite(McaReal a) { return std::isfinite(a.v_); }
 
  private:
-  static McaReal op(double x) {
-    const McaContext& c = mca_context();
+  static McaReal op(double x, const char* what) {
+    McaContext& c = mca_context();
+    if (c.trace_range) trace(c, x, c.op_max, what);
     return McaReal(mca_perturb(x, c.u_op, c.op_format));
   }
+ public:
+  // Records x as the first value beyond `limit` (what == nullptr: not traced).
+  static void trace(McaContext& c, double x, double limit, const char* what) {
+    if (c.first_beyond.exceeded || !what || !(std::fabs(x) > limit)) return;
+    if (const IntermediateName& n = current_intermediate(); n.output_of_the_layer) return;
+    c.first_beyond = {true, current_intermediate().name, what, x, limit};
+  }
+
+ private:
   double v_ = 0.0;
+};
+
+// Scaling by powers of two (pow2.hpp) is exact in a kernel's format except below
+// its smallest normal number, where ldexp rounds once: perturbed there only,
+// as the absolute rounding of gradual underflow (mca_perturb).
+template <>
+struct binary_scaling<McaReal> {
+  static constexpr bool enabled = true;
+  static int exponent(const McaReal& x) { return native_binary_scaling<double>::exponent(x.value()); }
+  static McaReal ldexp(const McaReal& x, int e) {
+    const double r = std::ldexp(x.value(), e);
+    McaContext& c = mca_context();
+    if (c.trace_range) McaReal::trace(c, r, c.op_max, "ldexp");
+    if (std::fabs(r) < mca_min_normal(c.op_format)) return McaReal(mca_perturb(r, c.u_op, c.op_format));
+    return McaReal(r);
+  }
 };
 
 template <>
@@ -155,7 +200,8 @@ struct McaPolicy {
   using acc = McaReal;
   static constexpr bool narrows = true;
   static McaReal narrow(const McaReal& x) {
-    const McaContext& c = mca_context();
+    McaContext& c = mca_context();
+    if (c.trace_range) McaReal::trace(c, x.value(), c.store_max, "store");
     return McaReal(mca_perturb(x.value(), c.u_store, c.store_format));
   }
   static std::string name() { return "mca"; }

@@ -11,6 +11,7 @@
 #include <boost/multiprecision/mpfr.hpp>
 #include <string>
 
+#include "reference/core/pow2.hpp"
 #include "reference/core/scalar.hpp"
 
 namespace ttr {
@@ -84,6 +85,23 @@ struct scalar_traits<mpfi_real> {
     const double d = mpfr_get_d(m, MPFR_RNDU);
     mpfr_clear(m);
     return d;
+  }
+};
+
+// Exact scaling by powers of two (pow2.hpp): MPFR's exponent, and mpfr_mul_2si
+// (exact: MPFR's exponent range is |e| < 2^30).
+template <>
+struct binary_scaling<mpfr_real> {
+  static constexpr bool enabled = true;
+  static int exponent(const mpfr_real& x) {
+    if (!mpfr_regular_p(x.backend().data())) return 0;  // zero, inf, NaN
+    return static_cast<int>(mpfr_get_exp(x.backend().data()));
+  }
+  static mpfr_real ldexp(const mpfr_real& x, int e) {
+    mpfr_real r;
+    mpfr_set_prec(r.backend().data(), mpfr_get_prec(x.backend().data()));
+    mpfr_mul_2si(r.backend().data(), x.backend().data(), e, MPFR_RNDN);
+    return r;
   }
 };
 

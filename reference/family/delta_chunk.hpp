@@ -33,6 +33,9 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
+
+#include "reference/core/intermediate.hpp"
 
 #include "reference/family/chunk_common.hpp"
 #include "reference/family/delta.hpp"
@@ -71,14 +74,17 @@ void delta_chunk_sequence(const DeltaSequence<typename P::acc>& s, std::int64_t 
   // strict mask (s < t): no token reads its own write δ_t.
   const bool strict_scores = mutated(Mutant::causal_mask_strict);
   const bool decay_after = mutated(Mutant::decay_after_update);
+  std::optional<NamedIntermediate> phase;  // names for the range trace (reference/core/intermediate.hpp)
   for (std::int64_t t0 = 0; t0 < end; t0 += chunk) {
     const int c = static_cast<int>(std::min<std::int64_t>(chunk, len - t0));
+    phase.emplace("chunk inputs q, k, w, v and cumulative log decays b");
     gather_rows<P>(s.q, t0, c, K, w.q);
     gather_rows<P>(s.k, t0, c, K, w.k);
     gather_rows<P>(s.w, t0, c, K, w.w);
     gather_rows<P>(s.v, t0, c, V, w.v);
     cumulative_gates(s.decay, s.g, t0, c, K, w.b);
     // A = tril(Diag(β) [K Wᵀ ⊙ Γ], −1) and the UT inverse (I + A)⁻¹.
+    phase.emplace("A = tril(Diag(β) [K Wᵀ ⊙ Γ], −1)");
     masked_decayed_products<P>(s.decay, w.k, w.w, w.b, true, w.a);
     for (int t = 0; t < c && beta_in_a; ++t) {
       const A bt = P::narrow(s.beta.at(t0 + t));
@@ -86,9 +92,11 @@ void delta_chunk_sequence(const DeltaSequence<typename P::acc>& s, std::int64_t 
     }
     w.eye.assign(c, c, zero);
     for (int t = 0; t < c; ++t) w.eye(t, t) = one;
+    phase.emplace("UT inverse (I + A)⁻¹");
     unit_lower_solve(w.a, w.eye, w.t_inv);
     narrow_all<P>(w.t_inv.a);
     // W = (I + A)⁻¹ (β ⊙ K ⊙ e^{b}),  U = (I + A)⁻¹ (β ⊙ V).
+    phase.emplace("WY operands β ⊙ K ⊙ e^{b}, β ⊙ V");
     decay_rows<P>(s.decay, w.k, w.b, false, w.bk);
     w.bv = w.v;
     for (int t = 0; t < c; ++t) {
@@ -96,15 +104,18 @@ void delta_chunk_sequence(const DeltaSequence<typename P::acc>& s, std::int64_t 
       for (int d = 0; d < K; ++d) w.bk(t, d) = P::narrow(bt * w.bk(t, d));
       for (int j = 0; j < V; ++j) w.bv(t, j) = P::narrow(bt * w.bv(t, j));
     }
+    phase.emplace("W = (I + A)⁻¹ (β ⊙ K ⊙ e^{b}), U = (I + A)⁻¹ (β ⊙ V)");
     chunk_gemm_nn<P>(w.t_inv, w.bk, w.wy);
     chunk_gemm_nn<P>(w.t_inv, w.bv, w.u);
     narrow_all<P>(w.wy.a);
     narrow_all<P>(w.u.a);
     // Δ = U − W S_0: the chunk's residuals, each token's δ_t.
+    phase.emplace("residuals Δ = U − W S_0 (v_new)");
     state_operand<P>(w.state.a.data(), K, V, w.s0);
     chunk_gemm_nn<P>(w.wy, w.s0, w.delta);
     for (std::size_t i = 0; i < w.delta.a.size(); ++i) w.delta.a[i] = P::narrow(w.u.a[i] - w.delta.a[i]);
     // O = (Q ⊙ e^{b}) S_0 + [Q wᵀ ⊙ Γ]_{s ≤ t} Δ.
+    phase.emplace("output O = (Q ⊙ e^{b}) S_0 + [Q wᵀ ⊙ Γ]_{s ≤ t} Δ");
     decay_rows<P>(s.decay, w.q, w.b, false, w.qd);
     chunk_gemm_nn<P>(w.qd, w.s0, w.o);
     masked_decayed_products<P>(s.decay, w.q, w.w, w.b, strict_scores, w.scores);
@@ -112,6 +123,7 @@ void delta_chunk_sequence(const DeltaSequence<typename P::acc>& s, std::int64_t 
     chunk_gemm_nn<P>(w.scores, w.delta, w.o, true);
     scatter_output<P>(w.o, scale, t0, o);
     // S_end = Diag(e^{b_last}) S_0 + (w ⊙ e^{b_last − b})ᵀ Δ.
+    phase.emplace("state passing S_end = Diag(e^{b_last}) S_0 + (w ⊙ e^{b_last − b})ᵀ Δ");
     if (!decay_after) decay_state(s.decay, w.b, w.state.a.data(), K, V);
     decay_rows<P>(s.decay, w.w, w.b, true, w.wd);
     chunk_gemm_tn<P>(w.wd, w.delta, w.state, true);

@@ -18,6 +18,9 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
+
+#include "reference/core/intermediate.hpp"
 
 #include "reference/family/chunk_common.hpp"
 
@@ -52,22 +55,27 @@ void gated_linear_chunk_sequence(Decay kind, SeqView<const typename P::acc> q, S
   // (s < t, the UT matrix's mask), so no token reads its own write.
   const bool strict = mutated(Mutant::causal_mask_strict);
   const bool decay_after = mutated(Mutant::decay_after_update);
+  std::optional<NamedIntermediate> phase;  // names for the range trace (reference/core/intermediate.hpp)
   for (std::int64_t t0 = 0; t0 < end; t0 += chunk) {
     const int c = static_cast<int>(std::min<std::int64_t>(chunk, len - t0));
+    phase.emplace("chunk inputs q, k, v and cumulative log decays b");
     gather_rows<P>(q, t0, c, K, w.q);
     gather_rows<P>(k, t0, c, K, w.k);
     gather_rows<P>(v, t0, c, V, w.v);
     cumulative_gates(kind, g, t0, c, K, w.b);
     // Inter-chunk: the queries read the decayed chunk-initial state.
+    phase.emplace("inter-chunk output (Q ⊙ e^{b}) S_0");
     decay_rows<P>(kind, w.q, w.b, false, w.qd);
     state_operand<P>(w.state.a.data(), K, V, w.s0);
     chunk_gemm_nn<P>(w.qd, w.s0, w.o);
     // Intra-chunk: causal, decayed attention scores (s ≤ t) times V.
+    phase.emplace("intra-chunk output [Q Kᵀ ⊙ Γ]_{s ≤ t} V");
     masked_decayed_products<P>(kind, w.q, w.k, w.b, strict, w.scores);
     narrow_all<P>(w.scores.a);
     chunk_gemm_nn<P>(w.scores, w.v, w.o, true);
     scatter_output<P>(w.o, scale, t0, o);
     // State passing to the next chunk.
+    phase.emplace("state passing S_end = Diag(e^{b_last}) S_0 + (K ⊙ e^{b_last − b})ᵀ V");
     if (!decay_after) decay_state(kind, w.b, w.state.a.data(), K, V);
     decay_rows<P>(kind, w.k, w.b, true, w.kd);
     chunk_gemm_tn<P>(w.kd, w.v, w.state, true);

@@ -1,6 +1,11 @@
-// Kalman linear attention (KLA-K), scan forms: the sequential recursion of
-// sequential.hpp evaluated as two associative prefix scans per state slot (n, d)
-// (KLA-K §4.2, Alg. 1 "Mobius-Scan" and "Linear-Scan").
+// Kalman linear attention (KLA-K), the paper's scan forms `scan_unscaled` and
+// `chunk_unscaled`: the sequential recursion of sequential.hpp evaluated as two
+// associative prefix scans per state slot (n, d) (KLA-K §4.2, Alg. 1
+// "Mobius-Scan" and "Linear-Scan"), with Λ and η carried as plain numbers, as the
+// paper writes them. They overflow fp32 where the truth does not (p̄ = 0, small
+// ā: "Range" below); the forms `scan` and `chunk` (scaled_scan.hpp) compute the
+// same function in a representation that cannot. Kept so that the comparison,
+// and the fuzzer's finding on this representation, stay reproducible.
 //
 // Precision (Thm 1, eqs. (16)-(17); Cor. 1.1). Λ_t = M_t(Λ_{t−1}) is the Möbius map
 // of the 2×2 matrix
@@ -21,18 +26,18 @@
 // Outputs as the sequential form: o_{t,d} = scale Σ_n q_{t,n} η_{t,n,d}/Λ_{t,n,d},
 // o_var_{t,d} = scale² Σ_n q_{t,n}²/Λ_{t,n,d} (n ascending), lambda_T, eta_T.
 //
-// Forms: `kla_kalman_scan` runs one Blelloch scan over the whole sequence for each
-// track, `kla_kalman_chunk` the two-level chunked scan with chunks of C tokens
-// (reference/scan/blelloch.hpp fixes both bracketings).
+// Forms: `kla_kalman_scan` (`scan_unscaled`) runs one Blelloch scan over the whole
+// sequence for each track, `kla_kalman_chunk` (`chunk_unscaled`) the two-level
+// chunked scan with chunks of C tokens (reference/scan/blelloch.hpp fixes both
+// bracketings).
 //
 // Range. A Möbius map is unchanged when its matrix is scaled, but the entries of
 // P_t are not bounded: a_t ≥ 1 + p̄φ_t makes them grow geometrically (p̄φ = 1.5
 // per token overflows fp32 after ~97 tokens) while Λ_t converges. In floating
 // point every composed matrix is therefore scaled by a power of two that brings
 // its largest entry into [1/2, 1): exact (barring underflow of entries below 2^-126
-// of that largest one), so the form computes the same function, and nothing
-// changes in exact arithmetic, where it is skipped (MPFR's exponent range is
-// |e| < 2^30). What no scaling removes is the spread between the entries: with
+// of that largest one), so the form computes the same function (it is skipped
+// where the scalar has no exponent access: rationals, MPFI intervals). What no scaling removes is the spread between the entries: with
 // p̄ = 0, P_t = [[1, β_t], [0, ā^{2t}]], so Λ_t = (Λ_0 + β_t)/ā^{2t} grows like
 // ā^{−2t} and overflows float where the sequential form's Λ_t does too.
 //
@@ -50,11 +55,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <vector>
 
+#include "reference/core/intermediate.hpp"
 #include "reference/core/mutant.hpp"
+#include "reference/core/pow2.hpp"
 #include "reference/core/policy.hpp"
 #include "reference/core/scalar.hpp"
 #include "reference/core/tensor.hpp"
@@ -81,14 +89,16 @@ struct MobiusBlock {
 // [1/2, 1) (see "Range" above); leaves zero and non-finite matrices alone.
 template <class T>
 void rescale_by_power_of_two(T& a, T& b, T& c, T& d) {
-  const T m = std::max({std::fabs(a), std::fabs(b), std::fabs(c), std::fabs(d)});
-  if (!(m > 0) || !std::isfinite(m)) return;
-  int e = 0;
-  std::frexp(m, &e);
-  a = std::ldexp(a, -e);
-  b = std::ldexp(b, -e);
-  c = std::ldexp(c, -e);
-  d = std::ldexp(d, -e);
+  using std::abs;
+  using std::isfinite;
+  const T m = std::max({T(abs(a)), T(abs(b)), T(abs(c)), T(abs(d))});
+  if (!(m > from_double<T>(0.0)) || !isfinite(m)) return;
+  using Pow2 = binary_scaling<T>;
+  const int e = Pow2::exponent(m);
+  a = Pow2::ldexp(a, -e);
+  b = Pow2::ldexp(b, -e);
+  c = Pow2::ldexp(c, -e);
+  d = Pow2::ldexp(d, -e);
 }
 
 // out = later · earlier (the map `later ∘ earlier`), slot by slot, without temporaries;
@@ -105,7 +115,7 @@ void compose_mobius(const MobiusBlock<T>& earlier, const MobiusBlock<T>& later, 
     entry(out.b[s], later.a[s], earlier.b[s], later.b[s], earlier.d[s]);
     entry(out.c[s], later.c[s], earlier.a[s], later.d[s], earlier.c[s]);
     entry(out.d[s], later.c[s], earlier.b[s], later.d[s], earlier.d[s]);
-    if constexpr (std::is_floating_point_v<T>) rescale_by_power_of_two(out.a[s], out.b[s], out.c[s], out.d[s]);
+    if constexpr (binary_scaling<T>::enabled) rescale_by_power_of_two(out.a[s], out.b[s], out.c[s], out.d[s]);
   }
 }
 
@@ -175,6 +185,8 @@ void kla_scan_sequence(SeqView<const typename P::acc> q, SeqView<const typename 
   }
 
   // Precision track: M_t (eq. (17)), prefix products, Λ_t = P_t(Λ_0) (Cor. 1.1).
+  std::optional<NamedIntermediate> phase;
+  phase.emplace("Möbius matrix M_t = [[1 + p̄φ, ā²φ], [p̄, ā²]], φ = k²λv");
   for (std::int64_t t = 0; t < len; ++t)
     for (int n = 0; n < N; ++n)
       for (int d = 0; d < D; ++d) {
@@ -190,7 +202,9 @@ void kla_scan_sequence(SeqView<const typename P::acc> q, SeqView<const typename 
         m.c[s] = p[s];
         m.d[s] = w.a2[s];
       }
+  phase.emplace("Möbius prefix products P_t = M_t ⋯ M_1");
   prefix_scan(precision, plan, w.mobius_identity, compose_mobius<A>, StoreMobius<P>{}, w.mobius_scan);
+  phase.emplace("precision Λ_t = P_t(Λ_0)");
   for (std::int64_t t = 0; t < len; ++t)
     for (std::size_t s = 0; s < S; ++s)
       apply_mobius(precision[t], s, Lam[s], w.lam[(t + 1) * S + s], w.y);
@@ -200,6 +214,7 @@ void kla_scan_sequence(SeqView<const typename P::acc> q, SeqView<const typename 
   // output at the same index t (an off-by-one between the two scans' buffers),
   // instead of Λ_{t−1}.
   const std::size_t lag = mutated(Mutant::kla_gate_current_precision) ? 1 : 0;
+  phase.emplace("mean-scan gate f_t = ā/(ā² + p̄Λ_{t-1}) and write kλv v");
   for (std::int64_t t = 0; t < len; ++t)
     for (int n = 0; n < N; ++n)
       for (int d = 0; d < D; ++d) {
@@ -214,8 +229,10 @@ void kla_scan_sequence(SeqView<const typename P::acc> q, SeqView<const typename 
         e.B[s] = k.row(t)[n];
         scale_by(e.B[s], w.x);
       }
+  phase.emplace("information mean η_t = A_{1:t} η_0 + b_{1:t} (affine prefix compositions)");
   prefix_scan(mean, plan, w.affine_identity, compose_affine<A>, StoreAffine<P>{}, w.affine_scan);
 
+  phase.emplace("readout o = scale Σ q η/Λ, o_var = scale² Σ q²/Λ");
   // Readout with η_t = A_{1:t} η_0 + b_{1:t} and Λ_t.
   // mutant accumulate-in-16bit: the readout's running sums over n are held in the
   // storage format (a bf16/fp16 accumulator) instead of fp32.
