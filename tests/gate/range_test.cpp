@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "fuzz/campaign.hpp"
@@ -136,6 +137,42 @@ TEST(Range, FuzzerKeepsPlantedBugAsKernelFailure) {
   const fuzz::CampaignResult r = fuzz::run_campaign(e, *target, o);
   EXPECT_GT(r.last.nonfinite_cases, 0);
   EXPECT_EQ(r.last.range_cases, 0);
+}
+
+}  // namespace
+}  // namespace ttr::test
+
+namespace ttr::test {
+namespace {
+
+// An infinity of the right sign where the truth is within threshold × (modelled
+// error + u·|truth|) of the dtype's largest value is a correct kernel's rounding
+// carried past the top (docs/error-model.md, "Non-finite values"); anywhere
+// else, or with the wrong sign, a failure. bf16: top 3.3895e38, u = 2^-8,
+// threshold 8: u·8 = 3.1 %, so 3.3e38 with no modelled error is accepted
+// (3.3e38·1.031 > top), 3.2e38 is not (3.30e38 < top) unless the row's model
+// says 2e36 (3.2e38 + 8·(2e36 + 1.25e36) = 3.46e38 > top).
+TEST(Range, InfinityWithinTheModelledErrorOfTheTopIsNotAFailure) {
+  const LayerEntry& e = find_layer("gated_delta_rule");
+  const TensorSpec& ht = *e.spec.output("ht");
+  LayerSpec only_ht = e.spec;
+  only_ht.outputs = {ht};
+  const auto verdict = [&](double truth, double cand, double rms) {
+    const TensorMap<double> oracle{{"ht", Tensor<double>({1, 1, 1, 1}, truth)}};
+    const TensorMap<double> candidate{{"ht", Tensor<double>({1, 1, 1, 1}, cand)}};
+    ErrorModel m;
+    m.spec.dtype = Tier::bf16;
+    m.u = unit_roundoff(Tier::bf16);
+    m.rms["ht"] = Tensor<double>({1}, rms);
+    return compare(only_ht, oracle, m, candidate).tensors.at(0);
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(verdict(3.3e38, inf, 0.0).pass);
+  EXPECT_FALSE(verdict(3.2e38, inf, 0.0).pass);
+  EXPECT_TRUE(verdict(3.2e38, inf, 2e36).pass);
+  EXPECT_FALSE(verdict(3.3e38, -inf, 0.0).pass) << "wrong sign";
+  EXPECT_FALSE(verdict(3.3e38, std::nan(""), 0.0).pass) << "a NaN is never faithful";
+  EXPECT_EQ(verdict(3.3e38, inf, 0.0).nonfinite_failures, 0);
 }
 
 }  // namespace
