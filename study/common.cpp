@@ -21,18 +21,7 @@ TensorMap<double> draw_inputs(const LayerSpec& spec, const Dims& dims, const Reg
 
 TensorMap<double> draw_backward_inputs(const LayerSpec& spec, const Dims& dims, const Regime& regime,
                                        std::uint64_t seed, const std::string& case_name) {
-  const VectorCase c{case_name, "", dims, regime, {}};
-  const LayerSpec bwd = backward_spec(spec);
-  LayerSpec cot = bwd;
-  cot.inputs.clear();
-  for (const TensorSpec& t : bwd.inputs)
-    if (!spec.input(t.name)) {
-      cot.inputs.push_back(t);
-      cot.inputs.back().required = true;
-    }
-  TensorMap<double> in = generate_inputs(spec, c, seed);
-  for (auto& [name, t] : generate_inputs(cot, c, seed)) in[name] = std::move(t);
-  return in;
+  return generate_backward_inputs(spec, VectorCase{case_name, "", dims, regime, {}}, seed);
 }
 
 std::vector<std::pair<std::string, std::string>> study_config(const LayerSpec& spec) {

@@ -3,13 +3,14 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "oracles/layers/delta_backward_forms.hpp"
 #include "reference/kaczmarz_delta_rule/backward.hpp"
 #include "reference/kaczmarz_delta_rule/chunk.hpp"
 #include "reference/kaczmarz_delta_rule/sequential.hpp"
 
 namespace ttr::layers {
 
-struct kaczmarz_delta_rule {
+struct kaczmarz_delta_rule : delta_backward_forms<kaczmarz_delta_rule> {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     const QK<T> qk = qk_of(in, cfg);
@@ -18,18 +19,8 @@ struct kaczmarz_delta_rule {
                                    scale_of(cfg, qk.q), out["o"], out["ht"]);
   }
 
-  // The backward direction: the sequential adjoint (the oracle) and the chunkwise
-  // backward (the kernels' algorithm) share the layer's chain rule; only the
-  // delta core differs (reference/family/delta_backward_core.hpp).
-  template <class T>
-  static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
-    backward(in, cfg, SequentialDeltaCore{}, out);
-  }
-  template <class P>
-  static void chunk_backward(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
-                             TensorMap<typename P::acc>& out) {
-    backward(policy_inputs<P>(raw), cfg, ChunkDeltaCore<P>{opt.chunk_size}, out);
-  }
+  // The backward direction, both forms (delta_backward_forms): the chain rule
+  // around the delta core.
   template <class T, class Core>
   static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
     const QK<T> qk = qk_of(in, cfg);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "oracles/layers/adapter.hpp"
+#include "oracles/layers/delta_backward_forms.hpp"
 #include "reference/precond_gated_delta_rule/backward.hpp"
 #include "reference/precond_gated_delta_rule/chunk.hpp"
 #include "reference/precond_gated_delta_rule/sequential.hpp"
@@ -51,26 +52,15 @@ PrecondBound<T> bind_precond(const TensorMap<T>& in, const Config& cfg) {
 
 // The adapter of a preconditioned delta layer with the given decay.
 template <Decay kDecay>
-struct precond_delta_adapter {
+struct precond_delta_adapter : delta_backward_forms<precond_delta_adapter<kDecay>> {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     const PrecondBound<T> b = bind_precond(in, cfg);
     precond_delta_sequential<T>(b.args(kDecay, in, cfg), {out["o"], out["ht"], out["final_A_state"]});
   }
 
-  // The backward direction: the sequential adjoint (the oracle) and the chunkwise
-  // backward (the kernels' algorithm) share the chain rule (delta core, then the
-  // preconditioner, then the L2 norm); only the delta core differs
-  // (reference/family/delta_backward_core.hpp).
-  template <class T>
-  static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
-    backward(in, cfg, SequentialDeltaCore{}, out);
-  }
-  template <class P>
-  static void chunk_backward(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
-                             TensorMap<typename P::acc>& out) {
-    backward(policy_inputs<P>(raw), cfg, ChunkDeltaCore<P>{opt.chunk_size}, out);
-  }
+  // The backward direction, both forms (delta_backward_forms): the delta core,
+  // then the preconditioner, then the L2 norm.
   template <class T, class Core>
   static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
     const PrecondBound<T> b = bind_precond(in, cfg);
