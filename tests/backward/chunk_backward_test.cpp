@@ -33,23 +33,6 @@ namespace {
 
 using LayerForm = std::pair<std::string, std::string>;
 
-struct NamedRegime {
-  const char* name;
-  Regime regime;
-};
-
-std::vector<NamedRegime> regimes() {
-  std::vector<NamedRegime> r(4);
-  r[0].name = "random";
-  r[1].name = "near_duplicate_keys";
-  r[1].regime.near_duplicate_keys = true;
-  r[2].name = "decay_and_beta_edges";  // g exactly 0 and log(1e-30); β exactly 0 and 1
-  r[2].regime.decay_edges = r[2].regime.beta_edges = true;
-  r[3].name = "initial_states";
-  r[3].regime.optional_inputs = true;
-  return r;
-}
-
 class ChunkBackwardEquivalence : public ::testing::TestWithParam<LayerForm> {};
 
 TEST_P(ChunkBackwardEquivalence, EqualsTheExactAdjointInMpfr256) {
@@ -58,7 +41,7 @@ TEST_P(ChunkBackwardEquivalence, EqualsTheExactAdjointInMpfr256) {
   const std::int64_t T = 37;
   const Dims dims{{"B", 1}, {"T", T}, {"H", 2}, {"K", 4}, {"V", 3}};
   std::uint64_t seed = 23;
-  for (const auto& r : regimes()) {
+  for (const auto& r : equivalence_regimes(spec)) {
     const VectorCase c{r.name, "", dims, r.regime, {}};
     const TensorMap<double> in = generate_backward_inputs(spec, c, seed++);
     const Config cfg = Config::make(spec, {});

@@ -25,30 +25,6 @@ namespace {
 
 using LayerForm = std::pair<std::string, std::string>;
 
-struct NamedRegime {
-  const char* name;
-  Regime regime;
-};
-
-std::vector<NamedRegime> regimes(const LayerSpec& spec) {
-  std::vector<NamedRegime> r(4);
-  r[0].name = "random";
-  r[1].name = "near_duplicate_keys";
-  r[1].regime.near_duplicate_keys = true;
-  r[2].name = "decay_and_beta_edges";  // g exactly 0 and log(1e-30); β exactly 0 and 1
-  r[2].regime.decay_edges = r[2].regime.beta_edges = true;
-  r[3].name = "initial_states";
-  r[3].regime.optional_inputs = true;
-  if (spec.input("a_bar")) {  // KLA-K: p̄ = 0, ā = 0.5 (precision grows like 4^t)
-    NamedRegime k{"kalman_no_noise", {}};
-    k.regime.zero_noise = true;
-    k.regime.fixed_transition = 0.5;
-    k.regime.optional_inputs = true;
-    r.push_back(k);
-  }
-  return r;
-}
-
 // Config variants worth proving separately: GKA's solvers and its fixed λ.
 std::vector<std::vector<std::pair<std::string, std::string>>> configs(const LayerSpec& spec) {
   if (!spec.key("solver")) return {{}};
@@ -86,7 +62,7 @@ TEST_P(ChunkEquivalence, EqualsSequentialInMpfr256) {
   const std::int64_t T = 37;
   const Dims dims{{"B", 2}, {"T", T}, {"H", 2}, {"K", 4}, {"V", 3}, {"N", 4}, {"D", 3}};
   std::uint64_t seed = 11;
-  for (const auto& r : regimes(spec))
+  for (const auto& r : equivalence_regimes(spec))
     for (const auto& sets : configs(spec)) {
       const VectorCase c{r.name, "", dims, r.regime, sets};
       const TensorMap<double> in = generate_inputs(spec, c, seed++);

@@ -84,6 +84,25 @@ const std::vector<std::string>& mpfr_layer_names() {
   return names;
 }
 
+std::vector<NamedRegime> equivalence_regimes(const LayerSpec& spec) {
+  std::vector<NamedRegime> r(4);
+  r[0].name = "random";
+  r[1].name = "near_duplicate_keys";
+  r[1].regime.near_duplicate_keys = true;
+  r[2].name = "decay_and_beta_edges";
+  r[2].regime.decay_edges = r[2].regime.beta_edges = true;
+  r[3].name = "initial_states";
+  r[3].regime.optional_inputs = true;
+  if (spec.input("a_bar")) {
+    NamedRegime k{"kalman_no_noise", {}};
+    k.regime.zero_noise = true;
+    k.regime.fixed_transition = 0.5;
+    k.regime.optional_inputs = true;
+    r.push_back(k);
+  }
+  return r;
+}
+
 const std::vector<std::pair<std::string, std::string>>& mpfr_parallel_forms(Direction d) {
   static const auto list = [](Direction dir) {
     std::vector<std::pair<std::string, std::string>> f;

@@ -47,6 +47,16 @@ const std::vector<std::string>& mpfr_layer_names();
 TensorMap<mpfr_real> mpfr_sequential(const std::string& layer, const TensorMap<double>& inputs, const Config& cfg,
                                      unsigned bits);
 
+// The input regimes the chunk/scan equivalence proofs run on (forward and
+// backward): random, near-duplicate keys, decay and β edges (g exactly 0 and
+// log(1e-30); β exactly 0 and 1), initial states; for KLA-K also p̄ = 0 with
+// ā = 0.5 (precision growing like 4^t).
+struct NamedRegime {
+  const char* name;
+  Regime regime;
+};
+std::vector<NamedRegime> equivalence_regimes(const LayerSpec& spec);
+
 // Every (layer, form) pair of layers.def in direction d other than the sequential
 // forms: the chunk and scan forms whose equivalence with the definition (forward)
 // or with the exact adjoint (backward) the tests prove.
