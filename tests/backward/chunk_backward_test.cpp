@@ -71,8 +71,9 @@ INSTANTIATE_TEST_SUITE_P(AllBackwardForms, ChunkBackwardEquivalence,
 TEST(ChunkBackwardEquivalence, CoversTheDeltaFamily) {
   const auto& forms = mpfr_parallel_forms(Direction::backward);
   for (const LayerEntry& e : registry())
-    if (e.spec.family == "delta")
+    if (e.spec.family == "delta") {
       EXPECT_NE(std::find(forms.begin(), forms.end(), LayerForm{e.spec.name, "chunk"}), forms.end()) << e.spec.name;
+    }
 }
 
 // The bf16 and fp32 chunk backward forms are correct kernels of their arithmetic:
@@ -112,7 +113,9 @@ TEST(ChunkBackward, CorrectBf16AndFp32KernelsPassTheirModel) {
         const CheckResult f = judge(bad, ms);
         EXPECT_FALSE(f.pass) << layer << " " << tier_name(dtype) << " " << c.name << ": doubled dk row passed";
         for (const TensorVerdict& t : f.tensors)
-          if (t.name == "dk") EXPECT_EQ(t.worst.t, 1) << layer << ": the worst dk row is the planted one";
+          if (t.name == "dk") {
+            EXPECT_EQ(t.worst.t, 1) << layer << ": the worst dk row is the planted one";
+          }
       }
     }
   }
