@@ -21,31 +21,47 @@ struct Sf {
 };
 
 // m·2^e with the mantissa moved into [1/2, 1) (exact). Zero: exponent 0;
-// non-finite mantissas are left alone, as pow2.hpp's normalised().
-__device__ inline Sf normalised(float m, int e = 0) {
+// non-finite mantissas are left alone, as pow2.hpp's normalised(). A normal
+// float is renormalised on its bit pattern (the exponent field set to 126);
+// frexpf — several times slower, and called ~50 times per token and slot — only
+// for subnormals.
+__device__ __forceinline__ Sf normalised(float m, int e = 0) {
+  const unsigned u = __float_as_uint(m);
+  const unsigned field = (u >> 23) & 0xffu;
+  if (field - 1u < 254u) return {__uint_as_float((u & 0x807fffffu) | (126u << 23)), e + static_cast<int>(field) - 126};
   if (m == 0.0f) return {m, 0};
-  if (!isfinite(m)) return {m, e};
+  if (field == 0xffu) return {m, e};
   int k = 0;
   const float f = frexpf(m, &k);
   return {f, e + k};
 }
 
-__device__ inline Sf operator*(Sf x, Sf y) { return normalised(x.m * y.m, x.e + y.e); }
-__device__ inline Sf operator/(Sf x, Sf y) { return normalised(x.m / y.m, x.e - y.e); }
+// x·2^-s, s ≥ 0, for |x| ∈ [1/2, 1): one exact multiplication while the result
+// stays normal (s ≤ 125), else ldexpf (rounded once, as std::ldexp).
+__device__ __forceinline__ float shifted_down(float x, int s) {
+  if (s == 0) return x;
+  if (s <= 125) return x * __uint_as_float(static_cast<unsigned>(127 - s) << 23);
+  return ldexpf(x, -s);
+}
+
+// Mantissa products lie in [1/4, 1), quotients in (1/2, 2): always normal.
+__device__ __forceinline__ Sf operator*(Sf x, Sf y) { return normalised(x.m * y.m, x.e + y.e); }
+__device__ __forceinline__ Sf operator/(Sf x, Sf y) { return normalised(x.m / y.m, x.e - y.e); }
 
 // The smaller operand is shifted to the larger one's exponent (exact unless it
 // falls below fp32's normal range, where it is ≤ 2^-125 of the larger and
 // rounds once), then one rounding of the mantissa sum.
-__device__ inline Sf operator+(Sf x, Sf y) {
+__device__ __forceinline__ Sf operator+(Sf x, Sf y) {
   if (y.m == 0.0f) return x;
   if (x.m == 0.0f) return y;
   const int top = max(x.e, y.e);
-  const float a = x.e == top ? x.m : ldexpf(x.m, x.e - top);
-  const float b = y.e == top ? y.m : ldexpf(y.m, y.e - top);
-  return normalised(a + b, top);
+  return normalised(shifted_down(x.m, top - x.e) + shifted_down(y.m, top - y.e), top);
 }
 
 // The value in fp32: ±inf beyond its range, rounded once below its normal range.
-__device__ inline float value(Sf x) { return ldexpf(x.m, x.e); }
+__device__ __forceinline__ float value(Sf x) {
+  if (x.e >= -125 && x.e <= 127) return x.m * __uint_as_float(static_cast<unsigned>(127 + x.e) << 23);
+  return ldexpf(x.m, x.e);
+}
 
 }  // namespace ttr::gpu::kla
