@@ -42,6 +42,11 @@ __device__ inline Num lift(float x) {
 __device__ inline float out(float x) { return x; }
 __device__ inline float out(Sf x) { return value(x); }
 
+// x·y + z and x1·y1 + x2·y2: for Sf one renormalisation each (scaled.cuh), the
+// same values as the separate operations.
+__device__ inline float mul_add(float x, float y, float z) { return x * y + z; }
+__device__ inline float dot2(float x1, float y1, float x2, float y2) { return x1 * y1 + x2 * y2; }
+
 // Scaling a Möbius matrix leaves its map unchanged (it is projective).
 // float: a power of two that puts the largest entry in [1/2, 1) — exact, and
 // keeps products of many steps finite (scan.hpp "Range"), though not Λ itself.
@@ -70,7 +75,7 @@ __device__ inline void project(Mobius<Sf>& m) {
 template <class Num>
 __device__ inline Mobius<Num> step_matrix(Num k, Num lv, Num a2, Num p) {
   const Num phi = k * k * lv;
-  Mobius<Num> m{lift<Num>(1.0f) + p * phi, a2 * phi, p, a2};
+  Mobius<Num> m{mul_add(p, phi, lift<Num>(1.0f)), a2 * phi, p, a2};
   if constexpr (std::is_same_v<Num, Sf>) project(m);
   return m;
 }
@@ -78,21 +83,21 @@ __device__ inline Mobius<Num> step_matrix(Num k, Num lv, Num a2, Num p) {
 // later ∘ earlier = the matrix product later · earlier (Cor. 1.1), projected.
 template <class Num>
 __device__ inline Mobius<Num> compose(const Mobius<Num>& earlier, const Mobius<Num>& later) {
-  Mobius<Num> o{later.a * earlier.a + later.b * earlier.c, later.a * earlier.b + later.b * earlier.d,
-                later.c * earlier.a + later.d * earlier.c, later.c * earlier.b + later.d * earlier.d};
+  Mobius<Num> o{dot2(later.a, earlier.a, later.b, earlier.c), dot2(later.a, earlier.b, later.b, earlier.d),
+                dot2(later.c, earlier.a, later.d, earlier.c), dot2(later.c, earlier.b, later.d, earlier.d)};
   project(o);
   return o;
 }
 
 template <class Num>
 __device__ inline Num apply(const Mobius<Num>& m, Num lam) {
-  return (m.a * lam + m.b) / (m.c * lam + m.d);
+  return mul_add(m.a, lam, m.b) / mul_add(m.c, lam, m.d);
 }
 
 // (A2, B2) ∘ (A1, B1) = (A2 A1, A2 B1 + B2) (Cor. 2.1).
 template <class Num>
 __device__ inline Affine<Num> compose(const Affine<Num>& earlier, const Affine<Num>& later) {
-  return {later.A * earlier.A, later.A * earlier.B + later.B};
+  return {later.A * earlier.A, mul_add(later.A, earlier.B, later.B)};
 }
 
 // What the scans write to memory is narrowed (the forms' policy): all four

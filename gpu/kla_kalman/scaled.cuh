@@ -58,6 +58,22 @@ __device__ __forceinline__ Sf operator+(Sf x, Sf y) {
   return normalised(shifted_down(x.m, top - x.e) + shifted_down(y.m, top - y.e), top);
 }
 
+// x·y + z and x1·y1 + x2·y2 with the products left unnormalised (their
+// mantissas lie in [1/4, 1)): the same roundings as the separate operations —
+// renormalising a product is exact — with one renormalisation instead of three.
+// The shift bound 123 keeps a shifted [1/4, 1) mantissa normal, as above.
+__device__ __forceinline__ Sf sum_aligned(float a, int ea, float b, int eb) {
+  if (b == 0.0f) return normalised(a, ea);
+  if (a == 0.0f) return normalised(b, eb);
+  const int top = max(ea, eb);
+  const auto down = [](float x, int s) { return s == 0 ? x : s <= 123 ? shifted_down(x, s) : ldexpf(x, -s); };
+  return normalised(down(a, top - ea) + down(b, top - eb), top);
+}
+__device__ __forceinline__ Sf mul_add(Sf x, Sf y, Sf z) { return sum_aligned(x.m * y.m, x.e + y.e, z.m, z.e); }
+__device__ __forceinline__ Sf dot2(Sf x1, Sf y1, Sf x2, Sf y2) {
+  return sum_aligned(x1.m * y1.m, x1.e + y1.e, x2.m * y2.m, x2.e + y2.e);
+}
+
 // The value in fp32: ±inf beyond its range, rounded once below its normal range.
 __device__ __forceinline__ float value(Sf x) {
   if (x.e >= -125 && x.e <= 127) return x.m * __uint_as_float(static_cast<unsigned>(127 + x.e) << 23);

@@ -48,6 +48,7 @@ namespace {
 
 using kla::Affine;
 using kla::lift;
+using kla::mul_add;
 using kla::Mobius;
 using kla::out;
 
@@ -146,10 +147,10 @@ struct SlotWalk {
     local = first ? m : kla::compose(local, m);
     const Num lam = kla::apply(carried_m ? kla::compose(carry_m, local) : local, x.lam0);  // P_t(Λ_0)
     // eq. (19): f_t = ā/(ā² + p̄Λ_{t−1}), b_t = k_n (λv_d v_d)
-    const Affine<Num> st{x.a / (x.a2 + x.p * lam_prev), kn * (lvd * vd)};
+    const Affine<Num> st{x.a / mul_add(x.p, lam_prev, x.a2), kn * (lvd * vd)};
     mean = first ? st : kla::compose(mean, st);
     const Affine<Num> full = carried_a ? kla::compose(carry_a, mean) : mean;
-    eta = full.A * x.eta0 + full.B;
+    eta = mul_add(full.A, x.eta0, full.B);
     lam_prev = lam;
     return lam;
   }
