@@ -37,7 +37,7 @@ template <class P>
 struct GatedLinearScanBackwardWork {
   using A = typename P::acc;
   GatedLinearScanWork<P> fwd, bwd;  // the forward prefixes; the adjoint's (reversed) prefixes
-  std::vector<A> o, d, dnext, S, Sprev, G, dht, qs;
+  std::vector<A> o, d, S, Sprev, G, dht, qs;
 };
 
 // One (batch, head) sequence (w sized by the driver). S0: the initial state (zeros
@@ -54,10 +54,11 @@ void gated_linear_scan_sequence_backward(Decay kind, SeqView<const typename P::a
   using A = typename P::acc;
   const A one = from_double<A>(1.0), zero = from_double<A>(0.0);
   const std::size_t KV = static_cast<std::size_t>(K) * V;
-  // The forward scan, by the forward's own code: w.fwd.steps[t] = (D_{1:t}, B_{1:t}).
-  std::vector<A> S_end(S0, S0 + KV);
+  // The forward scan, by the forward's own code, run for its prefixes (its outputs
+  // o and S_T are not needed): w.fwd.steps[t] = (D_{1:t}, B_{1:t}).
+  std::vector<A> S_T(S0, S0 + KV);
   w.o.assign(static_cast<std::size_t>(len) * V, zero);
-  gated_linear_scan_sequence<P>(kind, q, k, v, g, len, K, V, scale, has_h0, S_end.data(),
+  gated_linear_scan_sequence<P>(kind, q, k, v, g, len, K, V, scale, has_h0, S_T.data(),
                                 SeqView<A>{w.o.data(), V, V}, plan, w.fwd);
 
   // The adjoint's pairs in reversed order: element i is token t = len − 1 − i,
