@@ -104,16 +104,21 @@ std::vector<double> log2_lambda_exact(const TensorMap<double>& in, std::int64_t 
 // policy, the storage rounding u_store = 2^-8 of each entry — over ≤ C + 2⌈log2(T/C)⌉ + 1
 // compositions (chunked) or 2⌈log2 T⌉ (one tree), and applying P_t to Λ_0 adds
 // 3u. Near the limit the entry d ≈ n/Λ_t (n = aΛ_0 + b ∈ [1/2, 2] after rescaling)
-// is subnormal and its rounding adds up to half the smallest subnormal, 2^-150
-// (fp32) or 2^-134 (bf16), to d: a relative 2^-149·Λ_t (2^-133·Λ_t) at most. So
-//   Λ_t/(1 + e + sΛ_t) ≤ computed Λ_t ≤ Λ_t(1 + e)/(1 − sΛ_t)   (+inf once sΛ_t ≥ 1),
+// is subnormal, and every stored composition on the path (and the final one) may
+// round its d — no smaller than the final d — on the subnormal grid: up to half
+// the smallest subnormal, 2^-150 (fp32) or 2^-134 (bf16), each time, a relative
+// s·Λ_t with s = 2^-149 (2^-133) at most, depth + 1 times (the full study's first
+// version counted it once, and bf16 scan_unscaled at ā = 0.8 came out 14% low
+// against a 10% allowance). With σ = (depth + 1)·s·Λ_t:
+//   Λ_t/(1 + e + σ) ≤ computed Λ_t ≤ Λ_t(1 + e)/(1 − σ)   (+inf once σ ≥ 1),
 // returned as {log2 of the lower, log2 of the upper end}, from log2 Λ_t.
 std::pair<double, double> unscaled_range(Form f, Tier dtype, std::int64_t T, int chunk, double log2_lambda) {
   const double u = std::ldexp(1.0, -24), u_store = dtype == Tier::bf16 ? std::ldexp(1.0, -8) : 0.0;
   const auto clog2 = [](double x) { return std::ceil(std::log2(std::max(x, 1.0))); };
   const double depth = f == Form::chunk_unscaled ? chunk + 2 * clog2(static_cast<double>(T) / chunk) + 1 : 2 * clog2(T);
   const double e = (3 * u + u_store) * depth + 3 * u;
-  const double s_lambda = std::exp2(std::min(log2_lambda - (dtype == Tier::bf16 ? 133 : 149), 60.0));
+  const double s_lambda =
+      (depth + 1) * std::exp2(std::min(log2_lambda - (dtype == Tier::bf16 ? 133 : 149), 60.0));
   const double lower = log2_lambda - std::log2(1 + e + s_lambda);
   const double upper = s_lambda >= 1 ? INFINITY : log2_lambda + std::log2(1 + e) - std::log2(1 - s_lambda);
   return {lower, upper};
