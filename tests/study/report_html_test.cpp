@@ -113,7 +113,7 @@ TEST(ReportHtml, FuzzCampaignsAsTables) {
   const std::string html = slurp_file(page);
   // Per-target counts: cases, NaN/Inf cases, finding kinds, duplicates, verdict.
   EXPECT_NE(html.find("<tr><td>cpu:bf16</td><td>gka</td><td>1</td><td>300</td><td>2</td><td>0</td><td>0</td>"
-                      "<td>2.5 / </td><td>1</td><td>1</td><td>0</td><td>0</td><td>1</td><td class='fail'>FAIL</td></tr>"),
+                      "<td>2.5 / </td><td>1 / 1 / 0 / 0</td><td>1</td><td class='fail'>FAIL</td></tr>"),
             std::string::npos)
       << html;
   EXPECT_NE(html.find("<tr><td>cpu:fp32</td><td>gka</td><td>1</td><td>200</td><td>0</td>"), std::string::npos);
@@ -123,7 +123,8 @@ TEST(ReportHtml, FuzzCampaignsAsTables) {
   EXPECT_NE(html.find("<td>o</td><td>inf</td><td>(0,2,1)</td><td>3</td>"), std::string::npos) << html;
   EXPECT_NE(html.find("<td>o</td><td>12.8</td><td>(0,4,1)</td><td>0</td>"), std::string::npos) << html;
   EXPECT_NE(html.find("256 &rarr; 5"), std::string::npos);
-  EXPECT_NE(html.find("<code>ttrcheck check --layer gka --in gka.bf16.chunk.ratio.0.inputs.safetensors</code>"),
+  EXPECT_NE(html.find("<li>gka.bf16.chunk.ratio.0: <code>ttrcheck check --layer gka --in "
+                      "gka.bf16.chunk.ratio.0.inputs.safetensors</code></li>"),
             std::string::npos);
   // The ratio histogram (one finite ratio, one NaN/Inf tensor), inline; no raw JSON dump.
   EXPECT_NE(html.find("cpu:bf16: 2 tensors, 1 NaN/Inf"), std::string::npos);
