@@ -4,7 +4,7 @@
 // kla_kalman with p̄ = 0 and ā = 1/16: Λ_t grows like ā^{-2t} = 256^t (KLA-K eq. (18)),
 // beyond float64's range after ~128 tokens (T = 140 here), while o = scale Σ q η/Λ
 // stays O(1). MPFR's exponent range holds Λ: the gradients are finite and equal
-// reverse mode through the forward (≤ 1e-70) and central differences (≤ 1e-55, on
+// reverse mode through the forward (≤ 1e-70) and central differences (≤ 1e-60, on
 // q, k, v, lambda_v; grad_check.hpp), float64 gives non-finite gradients (asserted,
 // printed). The comparison runs at 2048 bits, where reverse mode through the
 // forward still has enough bits: it differentiates the information form, whose

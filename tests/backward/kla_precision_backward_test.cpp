@@ -29,7 +29,7 @@
 // ā²/max Λ (also when p̄ = 0: the forward is analytic at p̄ = −h, c stays > 0);
 // for ā, Λ_T ∝ ā^{-2T} and σ_a = ā/(2T); σ = Λ_0 for lambda_init and 1 for eta_init.
 // Truncation (h/σ)²/6 ≈ 2^-222 ≈ 1e-67 relative, rounding 2^-2048·|L|/(h|L'|) ≲
-// 2^-2048+110+1130 ≈ 1e-243: agreement to kFdTol = 1e-55 as in the other FD tests.
+// 2^-2048+110+1130 ≈ 1e-243: agreement to kFdTol = 1e-60 as in the other FD tests.
 #include <gtest/gtest.h>
 
 #include <cmath>
