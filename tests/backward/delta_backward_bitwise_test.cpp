@@ -9,25 +9,37 @@
 // and 17 and every checkpoint spacing C ∈ {1, 2, 3, ⌈√T⌉, T, T + 3}. Bit for bit means
 // the same IEEE bits (signed zeros included) and, in MPFR, the same value and sign.
 //
-// multiprecision.hpp comes first, as in the oracle's runner TUs (oracles/tiers/mpfr.hpp
-// before the layer): the delta core's unqualified mul_add_to/scale_by on mpfr_real
-// find MPFR's fused overloads only when they are declared before the template (ADL
-// does not look in ttr for a Boost number), so this is the arithmetic the oracle runs.
-#include "reference/core/multiprecision.hpp"
-// (the line above must stay first)
+// The MPFR case runs on a private type, mpfr256 below (MPFR at a fixed 256 bits),
+// not on ttr::mpfr_real: the delta core's unqualified mul_add_to/scale_by find
+// mpfr_real's fused overloads (reference/core/multiprecision.hpp) only in TUs that
+// declare them before the template (ADL does not look in ttr for a Boost number),
+// so one binary can hold two different instantiations of delta_sequence_backward
+// <mpfr_real>, of which the linker keeps one: a comparison of two mpfr_real
+// functions would depend on the link order. No other TU instantiates the core for
+// mpfr256, so both sides here are compiled alike (generic primitives, each product
+// and sum rounded to 256 bits).
 #include <gtest/gtest.h>
 
+#include <boost/multiprecision/mpfr.hpp>
 #include <cstring>
 #include <string>
 
 #include "reference/family/delta_backward.hpp"
 #include "tests/support/delta_backward_every_state.hpp"
-#include "tests/support/grad_check.hpp"
-#include "tests/support/mp_compare.hpp"
+#include "tests/support/make_inputs.hpp"
+
+using mpfr256 = boost::multiprecision::number<boost::multiprecision::mpfr_float_backend<256>,
+                                              boost::multiprecision::et_off>;
+
+template <>
+struct ttr::scalar_traits<mpfr256> {
+  static std::string name() { return "mpfr256"; }
+  static mpfr256 from_double(double x) { return mpfr256(x); }  // exact
+  static double to_double(const mpfr256& x) { return x.convert_to<double>(); }
+};
 
 namespace {
 
-using namespace ttr::test::grad;
 using ttr::Tensor;
 
 template <class S>
@@ -43,7 +55,7 @@ template <class S>
 bool same_bits(const Tensor<S>& a, const Tensor<S>& b) {
   if (a.shape != b.shape) return false;
   for (std::size_t i = 0; i < a.data.size(); ++i) {
-    if constexpr (std::is_same_v<S, mp>) {
+    if constexpr (std::is_same_v<S, mpfr256>) {
       const auto* x = a.data[i].backend().data();
       const auto* y = b.data[i].backend().data();
       if (!mpfr_equal_p(x, y) || mpfr_signbit(x) != mpfr_signbit(y) || mpfr_get_prec(x) != mpfr_get_prec(y))
@@ -102,10 +114,6 @@ void all_cases() {
 
 TEST(DeltaBackwardBitwise, Float64EqualsTheEveryStateLayout) { all_cases<double>(); }
 TEST(DeltaBackwardBitwise, Float32EqualsTheEveryStateLayout) { all_cases<float>(); }
-TEST(DeltaBackwardBitwise, Mpfr256EqualsTheEveryStateLayout) {
-  const ttr::test::PrecisionGuard guard;
-  ttr::precision_control<mp>::set_bits(256);
-  all_cases<mp>();
-}
+TEST(DeltaBackwardBitwise, Mpfr256EqualsTheEveryStateLayout) { all_cases<mpfr256>(); }
 
 }  // namespace
