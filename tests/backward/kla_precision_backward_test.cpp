@@ -1,6 +1,6 @@
 // kla_kalman's gradients where the precision Λ outgrows float64's range, at the
-// oracle's default 512 bits: they agree with a 2048-bit run and with central
-// differences at 2048 bits (reference/kla_kalman/backward.hpp derives the adjoint in
+// tests' 512 bits and the CLI oracle's default 256 bits: they agree with a 2048-bit
+// run and (512 bits) with central differences at 2048 bits (reference/kla_kalman/backward.hpp derives the adjoint in
 // moment coordinates, which subtracts nothing huge).
 //
 // The regime (KLA-K eq. (18)): with p̄ = 0, Λ_t = Λ_{t-1}/ā² + φ_t ~ ā^{-2t}; at
@@ -11,13 +11,13 @@
 // their difference, > 1024 bits: at 512 bits dp̄ was off by 2.5e10 relative
 // (measured against 2048 bits, docs/gradients.md).
 //
-// Threshold for 512 vs 2048 bits. Every step of the adjoint (and of the forward
+// Threshold for 512 (256) vs 2048 bits. Every step of the adjoint (and of the forward
 // sweep it stores Λ, η from) is a product, quotient or sum of quantities at their
 // natural scale, so the computed gradients are the exact gradients of inputs
-// perturbed relatively by at most γ_n = n·u, u = 2^-512, n ≲ 16·T (each of T steps
+// perturbed relatively by at most γ_n = n·u, u = 2^-512 (2^-256), n ≲ 16·T (each of T steps
 // rounds a term ≲ 16 times: the forward's Λ_t, η_t, then c, Λ_{t-1}/c, P_t, r, the
 // products of dP⁻ and the carries ā²dP⁻, ār dμ). Hence
-//   ‖g_512 − g_2048‖/‖g_2048‖ ≤ 16·κ·γ_{16T}
+//   ‖g_512 − g_2048‖/‖g_2048‖ ≤ 16·κ·γ_{16T}   (and likewise for 256 bits)
 // with κ the relative condition number of the gradient map (inputs and cotangents →
 // gradients), measured at 2048 bits as the largest relative change of the gradients
 // under random relative perturbations ε = 2^-300 of every input, divided by ε (a
@@ -185,9 +185,14 @@ void check_case(const Problem& p0, const char* what) {
     EXPECT_LE(e, bound) << what << ": d" << name << " at 512 bits vs 2048 bits (kappa " << kappa << ")";
     EXPECT_GT(max_abs(x), 0.0) << what << ": d" << name << " vanishes";
   }
+  const TensorMap<mp> g256 = at_bits(p, 256);  // the CLI oracle's default precision
+  ttr::precision_control<mp>::set_bits(2048);
+  const double bound256 = 16 * kappa * 16 * T * std::ldexp(1.0, -256);
+  for (const auto& [name, x] : g2048)
+    EXPECT_LE(rel_err(g256.at(name), x), bound256) << what << ": d" << name << " at 256 bits vs 2048 bits";
   const double d512 = worst_rel(g512, g2048);
-  std::printf("%s: kappa %.3g, 512 vs 2048 bits %.3g (bound %.3g); dp_bar %.3g\n", what, kappa, d512, bound,
-              rel_err(g512.at("p_bar"), g2048.at("p_bar")));
+  std::printf("%s: kappa %.3g, 512 vs 2048 bits %.3g (bound %.3g); dp_bar %.3g; 256 vs 2048 bits %.3g (bound %.3g)\n",
+              what, kappa, d512, bound, rel_err(g512.at("p_bar"), g2048.at("p_bar")), worst_rel(g256, g2048), bound256);
   testing::Test::RecordProperty(std::string(what) + "_512_vs_2048", std::to_string(d512));
   // Central differences at 2048 bits, each input with its own step (header).
   mp lam_max = 0;
