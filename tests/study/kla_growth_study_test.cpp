@@ -38,8 +38,9 @@ TEST(StudyClaims, KlaPrecisionGrowthFailurePointAndScaledForms) {
   std::map<std::string, std::map<int, double>> exact;  // abar -> t -> log2 Λ_t
   for (std::size_t i = 0; i < prec.rows.size(); ++i) {
     exact[prec.text(i, "abar")][static_cast<int>(prec.num(i, "t"))] = prec.num(i, "log2_lambda_exact");
-    if (prec.text(i, "arithmetic") == "mpfr sequential" && std::isfinite(prec.num(i, "log2_lambda")))
+    if (prec.text(i, "arithmetic") == "mpfr sequential" && std::isfinite(prec.num(i, "log2_lambda"))) {
       EXPECT_NEAR(prec.num(i, "log2_lambda"), prec.num(i, "log2_lambda_exact"), 1e-9);
+    }
   }
   ASSERT_EQ(exact.size(), 4u);
   std::map<std::string, int> t_star;  // slot 0
@@ -62,7 +63,9 @@ TEST(StudyClaims, KlaPrecisionGrowthFailurePointAndScaledForms) {
   for (std::size_t i = 0; i < f.rows.size(); ++i) {
     const std::string what = f.text(i, "arithmetic") + " abar " + f.text(i, "abar") + " slot " + f.text(i, "slot");
     const int ts = static_cast<int>(f.num(i, "t_star")), first = static_cast<int>(f.num(i, "first_nan"));
-    if (f.text(i, "slot") == "0") EXPECT_EQ(ts, t_star.at(f.text(i, "abar"))) << what;
+    if (f.text(i, "slot") == "0") {
+      EXPECT_EQ(ts, t_star.at(f.text(i, "abar"))) << what;
+    }
     if (f.text(i, "form").find("unscaled") != std::string::npos) {
       ++unscaled;
       ASSERT_GT(ts, 0) << what;
