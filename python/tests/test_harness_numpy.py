@@ -54,7 +54,7 @@ def test_correct_port_passes(dtype):
 def test_planted_forward_bug_fails_naming_row():
     case = max(ttrcheck.vectors("linear_attn", "tiny"), key=lambda c: c.dims["T"])
     T = case.dims["T"]
-    r = validate_numpy(lambda **kw: linear_attn(**kw, bug="forward"), "linear_attn", suites=["tiny"],
+    r = validate_numpy(lambda **kw: linear_attn(**kw, bug="forward")[0], "linear_attn", suites=["tiny"],
                        cases=[case.name], dtypes=["fp32"], backward=False, form="sequential")
     assert not r.passed
     (row,) = r.failures

@@ -42,8 +42,9 @@ def test_bf16_tensors_in_and_out():
     # Inputs lie on the bf16 grid: the bf16 tensors carry the same values, hence the same oracle.
     ours = ttrcheck.oracle("gated_delta_rule", t_in, case.config)
     assert all(np.array_equal(ours[n], case.oracle[n]) for n in case.oracle)
-    cand_t = {n: torch.from_numpy(a).to(torch.bfloat16) for n, a in case.oracle.items()}
-    cand_np = {n: ttrcheck.round_to(a, "bf16") for n, a in case.oracle.items()}
+    # Through float32 on both sides (torch rounds float64 to bf16 via float32).
+    cand_t = {n: torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16) for n, a in case.oracle.items()}
+    cand_np = {n: ttrcheck.round_to(a.astype(np.float32), "bf16") for n, a in case.oracle.items()}
     # torch's bf16 rounding (RNE) and ours agree bit for bit.
     for n in cand_t:
         assert np.array_equal(cand_t[n].view(torch.int16).numpy().view(np.uint16), cand_np[n].bits)
@@ -101,4 +102,4 @@ def test_fla_adapter_table_maps_names():
     ignored = lambda **kw: chunk_gated_delta_rule(**{**kw, "scale": None})
     ignored.__name__ = "chunk_gated_delta_rule"
     assert not ttrcheck.torch.validate(ignored, suites=["tiny"], dtypes=["fp32"], backward=False,
-                                       config={"scale": 0.5}).passed
+                                       config={"scale": 0.3}).passed

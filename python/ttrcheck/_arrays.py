@@ -68,7 +68,10 @@ def encode(name: str, x: Any, source: str) -> Tuple[str, str, List[int], bytes]:
             t = t.view(torch.int16)  # the same 16 bits: DLPack and NumPy have no bfloat16
         a = t.cpu().contiguous().numpy()  # a blocking copy: ordered after the current stream's work
     else:
-        a = np.asarray(x)
+        try:
+            a = np.asarray(x)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"{source}: tensor '{name}' is not an array ({type(x).__name__}: {e})") from None
         dtype = _NUMPY_DTYPES.get(a.dtype.name)
         if dtype is None:
             raise InputError(f"{source}: tensor '{name}' has dtype {a.dtype.name}; expected a floating dtype "
