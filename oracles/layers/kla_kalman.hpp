@@ -4,6 +4,7 @@
 #include "oracles/layers/adapter.hpp"
 #include "reference/kla_kalman/backward.hpp"
 #include "reference/kla_kalman/scaled_scan.hpp"
+#include "reference/kla_kalman/scan_backward.hpp"
 #include "reference/kla_kalman/scan.hpp"
 #include "reference/kla_kalman/sequential.hpp"
 
@@ -25,10 +26,21 @@ struct kla_kalman {
                         KlaCotangents<T>{in.at("do"), optional_input(in, "do_var"), optional_input(in, "dlambda_T"),
                                          optional_input(in, "deta_T")},
                         g);
-    out["dq"] = std::move(g.dq), out["dk"] = std::move(g.dk), out["dv"] = std::move(g.dv);
-    out["dlambda_v"] = std::move(g.dlambda_v), out["da_bar"] = std::move(g.da_bar), out["dp_bar"] = std::move(g.dp_bar);
-    put_if_given(in, "lambda_init", out, std::move(g.dlambda_init));
-    put_if_given(in, "eta_init", out, std::move(g.deta_init));
+    emit_grads(in, g, out);
+  }
+
+  // Backward forms `scan` and `chunk`: reverse mode of the scaled scans (the forward's
+  // prefixes give the states, the adjoints are two reversed prefix scans;
+  // reference/kla_kalman/scan_backward.hpp), one Blelloch tree or chunks of opt.chunk_size.
+  template <class P>
+  static void scan_backward(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions&,
+                            TensorMap<typename P::acc>& out) {
+    run_scan_backward<P>(in, cfg, ScanPlan::whole_sequence(), out);
+  }
+  template <class P>
+  static void chunk_backward(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions& opt,
+                             TensorMap<typename P::acc>& out) {
+    run_scan_backward<P>(in, cfg, ScanPlan::chunked(opt.chunk_size), out);
   }
 
   // Form `scan`: Möbius and affine prefix scans, one Blelloch tree over the sequence
@@ -62,6 +74,25 @@ struct kla_kalman {
   }
 
  private:
+  template <class P>
+  static void run_scan_backward(const TensorMap<typename P::acc>& in, const Config& cfg, const ScanPlan& plan,
+                                TensorMap<typename P::acc>& out) {
+    using A = typename P::acc;
+    KlaGrads<A> g;
+    kla_kalman_scaled_backward<P>(inputs_of(in), from_double<A>(cfg.number("lambda0")),
+                                  from_double<A>(cfg.number("scale")),
+                                  KlaCotangents<A>{in.at("do"), optional_input(in, "do_var"),
+                                                   optional_input(in, "dlambda_T"), optional_input(in, "deta_T")},
+                                  plan, g);
+    emit_grads(in, g, out);
+  }
+  template <class T>
+  static void emit_grads(const TensorMap<T>& in, KlaGrads<T>& g, TensorMap<T>& out) {
+    out["dq"] = std::move(g.dq), out["dk"] = std::move(g.dk), out["dv"] = std::move(g.dv);
+    out["dlambda_v"] = std::move(g.dlambda_v), out["da_bar"] = std::move(g.da_bar), out["dp_bar"] = std::move(g.dp_bar);
+    put_if_given(in, "lambda_init", out, std::move(g.dlambda_init));
+    put_if_given(in, "eta_init", out, std::move(g.deta_init));
+  }
   template <class P, class Forward>
   static void run_scan(const TensorMap<typename P::acc>& in, const Config& cfg, const ScanPlan& plan,
                        Forward forward, TensorMap<typename P::acc>& out) {

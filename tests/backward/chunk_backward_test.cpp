@@ -1,6 +1,7 @@
 // The chunkwise and scan backward forms (TTR_FORM(<layer>, chunk|scan, backward) in
 // layers.def; the delta family's chunk backward is reference/family/delta_chunk_backward.hpp,
-// the gated linear layers' reference/family/gated_linear_{chunk,scan}_backward.hpp):
+// the gated linear layers' reference/family/gated_linear_{chunk,scan}_backward.hpp,
+// kla_kalman's chunk and scan backward reference/kla_kalman/scan_backward.hpp):
 //
 //  * Backward WY/UT equivalence: in MPFR-256 every chunk and scan backward form equals the
 //    exact adjoint (the layer's sequential backward, itself checked against reverse
@@ -71,9 +72,9 @@ std::string form_name_of(const ::testing::TestParamInfo<LayerForm>& info) {
 INSTANTIATE_TEST_SUITE_P(AllBackwardForms, ChunkBackwardEquivalence,
                          ::testing::ValuesIn(mpfr_parallel_forms(Direction::backward)), form_name_of);
 
-// Every delta-family layer has its chunk backward, every gated linear layer its chunk
-// and scan backward: a layer that loses one fails here.
-TEST(ChunkBackwardEquivalence, CoversTheDeltaFamilyAndGatedLinearAttention) {
+// Every delta-family layer has its chunk backward, every gated linear layer and
+// kla_kalman its chunk and scan backward: a layer that loses one fails here.
+TEST(ChunkBackwardEquivalence, CoversTheDeltaFamilyGatedLinearAttentionAndKla) {
   const auto& forms = mpfr_parallel_forms(Direction::backward);
   const auto has = [&](const std::string& layer, const char* form) {
     return std::find(forms.begin(), forms.end(), LayerForm{layer, form}) != forms.end();
@@ -90,6 +91,8 @@ TEST(ChunkBackwardEquivalence, CoversTheDeltaFamilyAndGatedLinearAttention) {
     }
   }
   EXPECT_EQ(gated_linear, 3);  // linear_attn, simple_gla, gla
+  EXPECT_TRUE(has("kla_kalman", "chunk"));
+  EXPECT_TRUE(has("kla_kalman", "scan"));
 }
 
 // Multiplies row (b, t, h) = (0, t, 0) of a [B,T,H,F] or [B,T,H] gradient by `factor`
@@ -161,8 +164,9 @@ TEST(ChunkBackward, CorrectBf16AndFp32KernelsPassTheirModel) {
       }
     }
   }
-  // 6 delta-family chunk forms + 3 gated linear layers x {chunk, scan}, x 2 tiny cases x {bf16, fp32}
-  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2);
+  // 6 delta-family chunk forms + 3 gated linear layers x {chunk, scan} + kla_kalman {chunk, scan},
+  // x 2 tiny cases x {bf16, fp32}
+  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2 + 2);
   EXPECT_EQ(judged, expected);
   EXPECT_GE(planted_checks, 2 * judged);
 }
