@@ -55,8 +55,9 @@
 // every quantity of both adjoint scans (gates, additive parts, G^μ, G^P), P_t,
 // P_{t−1} and dP⁻ are Scaled numbers (reference/core/pow2.hpp: mantissa in acc,
 // integer exponent), and each gradient term is a Scaled product rounded into acc
-// once; r_t ∈ (0, 1], μ_t, ν_t and the sums of the gradient terms over n, d, t
-// are acc numbers, as the forward's readout sums are. Without final-state
+// once; r_t ∈ (0, 1], μ_t, ν_t and dq's sum (its terms are bounded)
+// are acc numbers. Every gradient element but dq is a Scaled sum of its terms over
+// n, d (and, for dā, dp̄, tokens and the batch) rounded into acc once. Without final-state
 // cotangents G^μ and G^P are sums of readout cotangents under gates ≤ 1 and stay
 // within the inputs' range; the scaling is then only what keeps P_t, the gates'
 // products and the tiny terms faithful (gradual underflow, never 0·inf).
@@ -120,8 +121,8 @@ struct KlaScanBackwardWork {
 
 // One (batch, head) sequence (w reserved for len, N·D slots, D). Lam0, Eta0: Λ_0, η_0;
 // dLamT, dEtaT: the final-state cotangents (nullptr: zero); do_, dvar: the readout
-// cotangents (dvar may have no data: zero). Gradients are accumulated into da, dp
-// (over the batch and heads' sequences) and written to the other outputs.
+// cotangents (dvar may have no data: zero). dā, dp̄ are accumulated into the Scaled
+// sums da, dp (over tokens and the batch), the other gradients written.
 template <class P>
 void kla_scan_sequence_backward(SeqView<const typename P::acc> q, SeqView<const typename P::acc> k,
                                 SeqView<const typename P::acc> v, SeqView<const typename P::acc> lv,
@@ -131,7 +132,8 @@ void kla_scan_sequence_backward(SeqView<const typename P::acc> q, SeqView<const 
                                 const typename P::acc* dEtaT, SeqView<const typename P::acc> do_,
                                 SeqView<const typename P::acc> dvar, SeqView<typename P::acc> dq,
                                 SeqView<typename P::acc> dk, SeqView<typename P::acc> dv,
-                                SeqView<typename P::acc> dlv, typename P::acc* da, typename P::acc* dp,
+                                SeqView<typename P::acc> dlv, Scaled<typename P::acc>* da,
+                                Scaled<typename P::acc>* dp,
                                 typename P::acc* dLam0, typename P::acc* dEta0, const ScanPlan& plan,
                                 KlaScanBackwardWork<P>& w) {
   using A = typename P::acc;
@@ -246,13 +248,15 @@ void kla_scan_sequence_backward(SeqView<const typename P::acc> q, SeqView<const 
     for (std::size_t s = 0; s < slots; ++s) w.GP[at(t, s)] = e.A[s] * GPT[s] + e.B[s];
   }
 
-  // 3. Per-token gradients: each term a Scaled product rounded into acc once, summed in acc.
+  // 3. Per-token gradients: each term a Scaled product, summed in Scaled arithmetic and
+  // rounded into acc once (dq: its terms μ_t, P_t are bounded and rounded into acc).
   phase.emplace("backward: per-token gradients dq, dk, dv, dλv, dā, dp̄");
   for (std::int64_t t = 0; t < len; ++t) {
     for (int n = 0; n < N; ++n) {
       const A& qn = q.row(t)[n];
       const A& kn = k.row(t)[n];
-      A dq_acc = zero, dk_acc = zero;
+      A dq_acc = zero;
+      S dk_acc = szero;
       for (int d = 0; d < D; ++d) {
         const std::size_t s = slot(n, d), i = at(t, s);
         const A& lvd = lv.row(t)[d];
@@ -277,39 +281,41 @@ void kla_scan_sequence_backward(SeqView<const typename P::acc> q, SeqView<const 
         const S PtPt = w.Pt[i] * w.Pt[i];
         A klv = kn;
         scale_by(klv, lvd);
-        dk_acc += value_of(normalised(bracket) * (w.Pt[i] * w.Gmu[i]) +
-                           negated(normalised(two * klv) * (PtPt * w.GP[i])));
+        dk_acc = dk_acc + normalised(bracket) * (w.Pt[i] * w.Gmu[i]);
+        dk_acc = dk_acc + negated(normalised(two * klv) * (PtPt * w.GP[i]));
         // dā, dp̄ from μ_t's ā and P⁻_t = ā² P_{t−1} + p̄
         A kln = klv;
         scale_by(kln, w.nu[i]);
         const S dPm = w.r[i] * w.r[i] * (w.GP[i] + normalised(kln) * w.Gmu[i]);
         A rmu = r;
         scale_by(rmu, w.mu_p[i]);
-        da[s] += value_of(normalised(rmu) * w.Gmu[i] + normalised(two * a[s]) * (w.Pp[i] * dPm));
-        dp[s] += value_of(dPm);
+        da[s] = da[s] + normalised(rmu) * w.Gmu[i];
+        da[s] = da[s] + normalised(two * a[s]) * (w.Pp[i] * dPm);
+        dp[s] = dp[s] + dPm;
       }
       dq.row(t)[n] = P::narrow(dq_acc);
-      dk.row(t)[n] = P::narrow(dk_acc);
+      dk.row(t)[n] = P::narrow(value_of(dk_acc));
     }
     for (int d = 0; d < D; ++d) {
       const A& lvd = lv.row(t)[d];
-      A dv_acc = zero, dlv_acc = zero;
+      S dv_acc = szero, dlv_acc = szero;
       for (int n = 0; n < N; ++n) {
         const std::size_t s = slot(n, d), i = at(t, s);
         const A& kn = k.row(t)[n];
         A klv = kn;  // dv_d += k λv P_t G^μ
         scale_by(klv, lvd);
         const S PG = w.Pt[i] * w.Gmu[i];
-        dv_acc += value_of(normalised(klv) * PG);
+        dv_acc = dv_acc + normalised(klv) * PG;
         A krn = kn;  // dλv_d += k r ν P_t G^μ − k² P_t² G^P
         scale_by(krn, w.r_acc[i]);
         scale_by(krn, w.nu[i]);
         A k2 = kn;
         scale_by(k2, kn);
-        dlv_acc += value_of(normalised(krn) * PG + negated(normalised(k2) * (w.Pt[i] * w.Pt[i] * w.GP[i])));
+        dlv_acc = dlv_acc + normalised(krn) * PG;
+        dlv_acc = dlv_acc + negated(normalised(k2) * (w.Pt[i] * w.Pt[i] * w.GP[i]));
       }
-      dv.row(t)[d] = P::narrow(dv_acc);
-      dlv.row(t)[d] = dlv_acc;
+      dv.row(t)[d] = P::narrow(value_of(dv_acc));
+      dlv.row(t)[d] = value_of(dlv_acc);
     }
   }
 
@@ -362,6 +368,9 @@ void kla_kalman_scaled_backward(const KlaInputs<typename P::acc>& in, const type
   g.deta_init = Tensor<A>(eta0.shape, zero);
   KlaScanBackwardWork<P> w;
   w.reserve(len, static_cast<std::size_t>(N) * D, D);
+  // dā, dp̄ summed over tokens and the batch as Scaled numbers, rounded once: terms beyond
+  // fp32 (dp̄ ~ Λ² with p̄ = 0) of either sign give the faithful ±inf, never inf − inf.
+  std::vector<Scaled<A>> da(g.da_bar.data.size(), Scaled<A>{zero, 0}), dp(da);
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       kla_scan_sequence_backward<P>(
@@ -370,9 +379,12 @@ void kla_kalman_scaled_backward(const KlaInputs<typename P::acc>& in, const type
           state_block(lam0, b, h), state_block(eta0, b, h),
           cot.lambda_T ? state_block(*cot.lambda_T, b, h) : nullptr, cot.eta_T ? state_block(*cot.eta_T, b, h) : nullptr,
           seq(do_, b, h), dvar ? seq(*dvar, b, h) : SeqView<const A>{nullptr, 0, 0}, seq(g.dq, b, h),
-          seq(g.dk, b, h), seq(g.dv, b, h), seq(g.dlambda_v, b, h), g.da_bar.data.data() + h * N * D,
-          g.dp_bar.data.data() + h * N * D, state_block(g.dlambda_init, b, h), state_block(g.deta_init, b, h), plan,
-          w);
+          seq(g.dk, b, h), seq(g.dv, b, h), seq(g.dlambda_v, b, h), da.data() + h * N * D, dp.data() + h * N * D,
+          state_block(g.dlambda_init, b, h), state_block(g.deta_init, b, h), plan, w);
+  for (std::size_t s = 0; s < da.size(); ++s) {
+    g.da_bar.data[s] = value_of(da[s]);
+    g.dp_bar.data[s] = value_of(dp[s]);
+  }
 }
 
 }  // namespace ttr
