@@ -47,20 +47,23 @@
 //
 // Why the backward is scaled too. With p̄ = 0, Λ_t ~ ā^{−2t} and P_t ~ ā^{2t}: the
 // adjoint's cumulative gates Π ā r (~ ā^{T−t}) and Π ā² r² underflow fp32 within a
-// few tokens at small ā, the terminal values Λ_T dη_T and Λ_T² dΛ_T overflow it,
-// and the gradients they combine into are ordinary numbers: dk_T = 2 k λv dΛ_T
-// (from P_T² G^P_{T+} = −dΛ_T − μ_T dη_T) is O(1) while P_T² and Λ_T² are 2^{∓256·…}.
-// Plain fp32 gives 0·inf = NaN there (tests/backward/kla_scan_backward_test.cpp
-// measures it: a case of T = 6, ā = 2^−20, p̄ = 0 with dlambda_T and deta_T). So
-// every quantity of both adjoint scans (gates, additive parts, G^μ, G^P), P_t,
-// P_{t−1} and dP⁻ are Scaled numbers (reference/core/pow2.hpp: mantissa in acc,
-// integer exponent), and each gradient term is a Scaled product rounded into acc
-// once; r_t ∈ (0, 1], μ_t, ν_t and dq's sum (its terms are bounded)
-// are acc numbers. Every gradient element but dq is a Scaled sum of its terms over
-// n, d (and, for dā, dp̄, tokens and the batch) rounded into acc once. Without final-state
-// cotangents G^μ and G^P are sums of readout cotangents under gates ≤ 1 and stay
-// within the inputs' range; the scaling is then only what keeps P_t, the gates'
-// products and the tiny terms faithful (gradual underflow, never 0·inf).
+// few tokens at small ā, the terminal values Λ_T η_T dη_T and Λ_T² dΛ_T overflow it
+// while Λ_T is still an fp32 number, and the gradients they combine into are
+// ordinary numbers: dk_T = 2 k λv (dΛ_T + μ_T dη_T) (from P_T² G^P_{T+}) is O(1)
+// while P_T² underflows and G^P_{T+} overflows, 0·inf = NaN in plain fp32.
+// tests/backward/kla_scan_backward_test.cpp measures it (p̄ = 0, ā = 2^-8, T = 7,
+// Λ_T ≈ 2^112, Λ_T² ≈ 2^224): the sequential adjoint in fp32 returns non-finite
+// dk, dλv, dā, dlambda_init where the exact values are fp32 numbers. So every
+// quantity of both adjoint scans (gates, additive parts, G^μ, G^P), P_t, P_{t−1}
+// and dP⁻ is a Scaled number (reference/core/pow2.hpp: mantissa in acc, integer
+// exponent), each gradient term a Scaled product, and every gradient element but
+// dq a Scaled sum of its terms over n, d (for dā, dp̄ also over tokens and the
+// batch: terms beyond fp32 of either sign then give the faithful ±inf, never
+// inf − inf) rounded into acc once; r_t ∈ (0, 1], μ_t, ν_t and dq (whose terms
+// g μ_t, h q P_t are bounded) are acc numbers. Without final-state cotangents G^μ
+// and G^P are sums of readout cotangents under gates ≤ 1 and stay within the
+// inputs' range; the scaling then only keeps P_t, the gates' products and the
+// tiny terms faithful (gradual underflow, never 0·inf).
 //
 // Arithmetic policy P (reference/core/policy.hpp), as the forward scan: narrowed
 // to the 16-bit format are the inputs q, k, v and the cotangents do, do_var
@@ -70,8 +73,8 @@
 // gradients dq, dk, dv as written. In acc (fp32): λv, ā, p̄, the initial states
 // and the final-state cotangents dlambda_T, deta_T (fp32 like the final states
 // themselves), the gates' mantissas, the per-token quantities r, μ, ν, the
-// mantissas of every Scaled product, the reductions of every gradient, and
-// dlambda_v, da_bar, dp_bar, dlambda_init, deta_init as written.
+// mantissas of every Scaled product and sum (the gradients' reductions: dq's in
+// plain acc), and dlambda_v, da_bar, dp_bar, dlambda_init, deta_init as written.
 #pragma once
 
 #include <algorithm>

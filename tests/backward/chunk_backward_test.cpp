@@ -44,7 +44,7 @@ TEST_P(ChunkBackwardEquivalence, EqualsTheExactAdjointInMpfr256) {
   const auto& [layer, form] = GetParam();
   const LayerSpec& spec = find_layer(layer).spec;
   const std::int64_t T = 37;
-  const Dims dims{{"B", 1}, {"T", T}, {"H", 2}, {"K", 4}, {"V", 3}};
+  const Dims dims{{"B", 1}, {"T", T}, {"H", 2}, {"K", 4}, {"V", 3}, {"N", 4}, {"D", 3}};  // N, D: kla_kalman
   std::uint64_t seed = 23;
   for (const auto& r : equivalence_regimes(spec)) {
     const VectorCase c{r.name, "", dims, r.regime, {}};
