@@ -32,8 +32,9 @@
 //    (ā² r_{t+1}², ā² r_{t+1}² k λv ν_{t+1} G^μ_{t+1} + h_t q_t²), with the factor 1
 //    for the last token. The precision adjoint's leaves need G^μ, so the mean
 //    adjoint runs first: the forward runs precision then mean, the backward mean
-//    then precision. In the chunked plan the reversed sequence's chunks start at
-//    the last token, so a partial chunk holds the first tokens.
+//    then precision. In the chunked plan the reversed sequence is preceded by
+//    identity pairs so that its chunks are the forward's (tokens [cC, (c+1)C), the
+//    partial chunk last in time): the backward runs over the forward's chunks.
 //
 // 3. Per token, the local partials of backward.hpp's header with these totals:
 //      dq_n += g μ_t + 2 h q_n P_t,   dv_d += k λv P_t G^μ,
@@ -195,10 +196,22 @@ void kla_scan_sequence_backward(SeqView<const typename P::acc> q, SeqView<const 
 
   // 2a. Mean adjoint: pairs (ā r_{t+1}, g_t q_t) reversed, prefix scan, applied to G^μ_{T+}.
   phase.emplace("backward: mean adjoint pairs (ā r_{t+1}, scale·do_t q_t) (scaled)");
-  const std::span<ScaledAffine<A>> mean(w.mean.data(), static_cast<std::size_t>(len));
-  const std::span<ScaledAffine<A>> prec(w.prec.data(), static_cast<std::size_t>(len));
+  // Chunked plan: `pad` identity pairs ahead of the reversed sequence (after the last
+  // token in time) put the reversed chunks on the forward's grid, chunk c holding
+  // tokens [cC, (c+1)C), the partial chunk the last tokens, as a kernel that runs
+  // its backward over the forward's chunks does. Composing with the identity is
+  // exact, so the padding changes no rounding.
+  const std::size_t pad =
+      plan.chunk > 0 ? static_cast<std::size_t>((plan.chunk - len % plan.chunk) % plan.chunk) : 0;
+  const std::size_t n_rev = static_cast<std::size_t>(len) + pad;
+  if (w.mean.size() < n_rev) w.mean.resize(n_rev, w.identity);
+  if (w.prec.size() < n_rev) w.prec.resize(n_rev, w.identity);
+  const std::span<ScaledAffine<A>> mean(w.mean.data(), n_rev);
+  const std::span<ScaledAffine<A>> prec(w.prec.data(), n_rev);
+  const auto rev = [&](std::int64_t t) { return pad + static_cast<std::size_t>(len - 1 - t); };
+  for (std::size_t i = 0; i < pad; ++i) mean[i] = prec[i] = w.identity;
   for (std::int64_t t = 0; t < len; ++t) {
-    ScaledAffine<A>& e = mean[static_cast<std::size_t>(len - 1 - t)];
+    ScaledAffine<A>& e = mean[rev(t)];
     for (int n = 0; n < N; ++n)
       for (int d = 0; d < D; ++d) {
         const std::size_t s = slot(n, d);
@@ -212,14 +225,14 @@ void kla_scan_sequence_backward(SeqView<const typename P::acc> q, SeqView<const 
   phase.emplace("backward: mean adjoint G^μ_t (reversed prefix compositions, scaled)");
   prefix_scan(mean, plan, w.identity, compose_scaled_affine<A>, StoreScaledAffine<P>{}, w.scan);
   for (std::int64_t t = 0; t < len; ++t) {
-    const ScaledAffine<A>& e = mean[static_cast<std::size_t>(len - 1 - t)];
+    const ScaledAffine<A>& e = mean[rev(t)];
     for (std::size_t s = 0; s < slots; ++s) w.Gmu[at(t, s)] = e.A[s] * GmuT[s] + e.B[s];
   }
 
   // 2b. Precision adjoint: pairs (ā² r_{t+1}², ā² r_{t+1}² kλvν_{t+1} G^μ_{t+1} + h_t q_t²) reversed.
   phase.emplace("backward: precision adjoint pairs (ā² r_{t+1}², ...) (scaled)");
   for (std::int64_t t = 0; t < len; ++t) {
-    ScaledAffine<A>& e = prec[static_cast<std::size_t>(len - 1 - t)];
+    ScaledAffine<A>& e = prec[rev(t)];
     for (int n = 0; n < N; ++n)
       for (int d = 0; d < D; ++d) {
         const std::size_t s = slot(n, d);
@@ -247,7 +260,7 @@ void kla_scan_sequence_backward(SeqView<const typename P::acc> q, SeqView<const 
   phase.emplace("backward: precision adjoint G^P_t (reversed prefix compositions, scaled)");
   prefix_scan(prec, plan, w.identity, compose_scaled_affine<A>, StoreScaledAffine<P>{}, w.scan);
   for (std::int64_t t = 0; t < len; ++t) {
-    const ScaledAffine<A>& e = prec[static_cast<std::size_t>(len - 1 - t)];
+    const ScaledAffine<A>& e = prec[rev(t)];
     for (std::size_t s = 0; s < slots; ++s) w.GP[at(t, s)] = e.A[s] * GPT[s] + e.B[s];
   }
 

@@ -148,7 +148,7 @@ TEST(KlaScanBackward, ScaledBackwardIsFiniteWhereAPlainFp32AdjointOverflows) {
       ms.form = form;
       ms.direction = Direction::backward;
       ms.dtype = dtype;
-      ms.chunk_size = 3;  // T = 7: three chunks, the partial one holds the first token (reversed scan)
+      ms.chunk_size = 3;  // T = 7: three chunks, the last one partial
       const TensorMap<double> cand = run_layer(e, form, Arith{dtype, 0}, in, cfg, ms.chunk_size, Direction::backward).values;
       const CheckResult r = judge(cand, ms);
       const std::string what = std::string(form_name(form)) + " " + tier_name(dtype);
