@@ -28,7 +28,8 @@
 //    Each is a diagonal affine recurrence run backwards in time, so each is the same
 //    prefix scan as the forward mean track (compose_scaled_affine, the same
 //    ScanPlan) over the reversed sequence of pairs, applied to its terminal value:
-//    element i = token t = T−1−i (0-based) is (ā r_{t+1}, g_t q_t) resp.
+//    the element of token t (0-based; index T−1−t, after the padding below) is
+//    (ā r_{t+1}, g_t q_t) resp.
 //    (ā² r_{t+1}², ā² r_{t+1}² k λv ν_{t+1} G^μ_{t+1} + h_t q_t²), with the factor 1
 //    for the last token. The precision adjoint's leaves need G^μ, so the mean
 //    adjoint runs first: the forward runs precision then mean, the backward mean
