@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string>
 
+#include "gpu/binding/device.hpp"
 #include "oracles/io/safetensors.hpp"
 #include "oracles/oracle.hpp"
 #include "tests/support/cli.hpp"
@@ -193,9 +194,19 @@ TEST_F(BackwardCli, RunComputesTheBackwardInAnArithmetic) {
   const CliResult c = run_cli({"check", "--backward", "--layer", "gated_delta_rule", "--in", in(), "--candidate",
                                tmp_ / "r.safetensors", "--oracle", stored(), "--form", "sequential"});
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
-  const CliResult cuda = run_cli({"run", "--backward", "--device", "cuda", "--layer", "gated_delta_rule", "--in",
-                                  in(), "--out", tmp_ / "x.safetensors", "--arith", "fp32"});
+  // The CUDA backward kernel is the fused-recurrent one: --form chunk names the
+  // missing kernel; --form sequential reaches the device (none here: skipped).
+  const CliResult cuda = run_cli({"run", "--backward", "--device", "cuda", "--layer", "gated_delta_rule", "--form",
+                                  "chunk", "--in", in(), "--out", tmp_ / "x.safetensors", "--arith", "fp32"});
   EXPECT_EQ(cuda.exit_code, 2);
+  EXPECT_NE(cuda.err.find("no CUDA chunk kernel for --backward"), std::string::npos) << cuda.err;
+  const CliResult seq = run_cli({"run", "--backward", "--device", "cuda", "--layer", "gated_delta_rule", "--form",
+                                 "sequential", "--in", in(), "--out", tmp_ / "x.safetensors", "--arith", "fp32"});
+  if (!ttr::device::status().usable()) {  // with a device, tests/gpu/ covers the kernel
+    EXPECT_EQ(seq.exit_code, 2);
+    EXPECT_NE(seq.err.find("--device cuda: skipped: "), std::string::npos) << seq.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp_ / "x.safetensors"));
+  }
 }
 
 }  // namespace
