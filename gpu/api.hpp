@@ -89,6 +89,10 @@ struct DeltaBackwardArgs {
 // Shapes as validate(DeltaArgs); throws std::invalid_argument naming the field.
 void validate(const DeltaBackwardArgs& a);
 void delta_sequential_backward(const DeltaBackwardArgs& a);
+// The chunk backward (chunk 64; gpu/family/delta_chunk_backward.cu): the algorithm
+// and narrowing points of reference/family/delta_chunk_backward.hpp, the same
+// arguments and gradients.
+void delta_chunk_backward(const DeltaBackwardArgs& a);
 
 // Row-wise L2 normalisation as FLA's use_qk_l2norm_in_kernel (reference/family/
 // l2norm.hpp): y = x / sqrt(‖x‖² + eps), computed in fp32 from x as stored (`dtype`),

@@ -117,8 +117,7 @@ TensorMap<double> run_delta(const DeltaBinding& bind, Form form, const TensorMap
 
 TensorMap<double> run_delta_backward(const DeltaBinding& bind, Form form, const TensorMap<double>& in,
                                      const Config& cfg, Tier dtype, const KernelOptions& opt) {
-  if (bind.precond) throw InputError("the CUDA delta backward kernel does not take the preconditioned layers (write key k̃ ≠ k)");
-  if (form != Form::sequential) throw InputError("the CUDA delta backward kernel is the fused-recurrent one (form sequential)");
+  if (bind.precond) throw InputError("the CUDA delta backward kernels do not take the preconditioned layers (write key k̃ ≠ k)");
   const bool bf16 = kernel_dtype_is_bf16(dtype);
   const Tensor<double>& q = in.at("q");
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
@@ -184,7 +183,8 @@ TensorMap<double> run_delta_backward(const DeltaBinding& bind, Form form, const 
       if (b->get()) b->fill_bytes(0xFF);
   a.dq = gdq.get(), a.dk = gdk.get(), a.dv = gdv.get(), a.dbeta = gdbeta.get();
   a.dg = static_cast<float*>(gdg.get()), a.dh0 = static_cast<float*>(gdh0.get());
-  gpu::delta_sequential_backward(a);
+  if (form == Form::chunk) gpu::delta_chunk_backward(a);
+  else gpu::delta_sequential_backward(a);
   gpu::synchronize();
   TensorMap<double> out;
   out["dq"] = download_unpadded(gdq, {B, T, H, K}, Kp, bf16);

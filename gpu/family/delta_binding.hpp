@@ -19,8 +19,9 @@ struct DeltaBinding {
 TensorMap<double> run_delta(const DeltaBinding& b, Form form, const TensorMap<double>& in, const Config& cfg,
                             Tier dtype, const KernelOptions& opt);
 
-// The backward direction on the family's fused-recurrent backward kernel (form
-// sequential; gpu/family/delta_sequential_backward.cu): the forward inputs plus
+// The backward direction on the family's fused-recurrent (form sequential;
+// gpu/family/delta_sequential_backward.cu) or chunk backward kernel (form chunk;
+// gpu/family/delta_chunk_backward.cu): the forward inputs plus
 // `do` and optional `dht` in, FLA's gradient names out (dq, dk, dv, dbeta, dg
 // where g is given, dh0 where h0 is given). The preconditioned layers are refused.
 TensorMap<double> run_delta_backward(const DeltaBinding& b, Form form, const TensorMap<double>& in, const Config& cfg,
@@ -43,12 +44,16 @@ TensorMap<double> run_delta_backward(const DeltaBinding& b, Form form, const Ten
   }                                                                                                          \
   }
 
-// The backward kernel's entry point of a delta-family layer (its TTR_KERNEL(layer,
-// cuda, sequential, backward) line), for the layers whose write key is the read key.
+// The backward kernels' entry points of a delta-family layer (its TTR_KERNEL(layer,
+// cuda, sequential|chunk, backward) lines), for the layers whose write key is the read key.
 #define TTR_DELTA_BACKWARD_BINDING(layer, ...)                                                                     \
   namespace ttr::kernels {                                                                                         \
   TensorMap<double> layer##__cuda__sequential__backward(const TensorMap<double>& in, const Config& cfg,           \
                                                         Tier dtype, const KernelOptions& opt) {                   \
     return device::run_delta_backward(device::DeltaBinding{__VA_ARGS__}, Form::sequential, in, cfg, dtype, opt); \
+  }                                                                                                                \
+  TensorMap<double> layer##__cuda__chunk__backward(const TensorMap<double>& in, const Config& cfg, Tier dtype,    \
+                                                   const KernelOptions& opt) {                                    \
+    return device::run_delta_backward(device::DeltaBinding{__VA_ARGS__}, Form::chunk, in, cfg, dtype, opt);      \
   }                                                                                                                \
   }

@@ -22,12 +22,10 @@
 //     it wrote: no barrier needed), then the adjoint step runs t = t1−1..t0.
 //     Sums over the state's columns (dk, dw, dβ, dg) are split by column block:
 //     each block writes its 16-column partial, summed in a fixed order.
-//  3. finish (a warp per token row): the column-block partials summed in block
-//     order (deterministic: no atomics, so repeated runs are bit-identical),
-//     dk = dk_read + dk_write (the read and write key are one input), then the
-//     layer's chain rule in fp32: Kaczmarz β̃ = η/(‖k‖²+eps)
-//     (reference/kaczmarz_delta_rule/backward.hpp), and the L2 norm of q and k,
-//     dx = r(dy − y⟨y, dy⟩) (reference/family/l2norm_backward.hpp).
+//  3. finish (a warp per token row; gpu/family/delta_backward_finish.cuh): the
+//     column-block partials summed in block order (deterministic: no atomics,
+//     so repeated runs are bit-identical), dk = dk_read + dk_write, then the
+//     layer's chain rule (Kaczmarz, L2 norm of q and k) in fp32.
 //
 // Arithmetic: inputs and cotangent do as stored (bf16 or fp32), everything else
 // fp32; dq, dk, dv, dβ rounded once to the dtype, dg and dh0 fp32. These are a
@@ -39,6 +37,7 @@
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/numeric.cuh"
+#include "gpu/family/delta_backward_finish.cuh"
 
 namespace ttr::gpu {
 namespace {
@@ -47,11 +46,6 @@ constexpr int kCols = 16, kGroups = 16, kThreads = kCols * kGroups, kMaxRows = 1
 
 __device__ inline float sum16(float x) {
   for (int o = 8; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
-
-__device__ inline float sum32(float x) {
-  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
   return x;
 }
 
@@ -280,90 +274,6 @@ __global__ void __launch_bounds__(kThreads) adjoint_sweep(int B, int T, int H, i
   }
 }
 
-// dx = r (dy − y⟨y, dy⟩), r = (‖x‖² + eps)^{−1/2}, y = x r: in place on the
-// lane's coordinates (i = lane + 32 c), x read as stored.
-template <class E>
-__device__ void l2norm_backward_row(const E* x, float (&dy)[4], int K, float eps) {
-  const int lane = threadIdx.x % 32;
-  float xs[4], nn = 0.0f;
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int i = lane + 32 * c;
-    xs[c] = i < K ? Elem<E>::to_float(x[i]) : 0.0f;
-    nn = fmaf(xs[c], xs[c], nn);
-  }
-  const float inv = 1.0f / sqrtf(sum32(nn) + eps);
-  float yd = 0.0f;
-#pragma unroll
-  for (int c = 0; c < 4; ++c) yd = fmaf(xs[c] * inv, dy[c], yd);
-  yd = sum32(yd);
-#pragma unroll
-  for (int c = 0; c < 4; ++c) dy[c] = inv * (dy[c] - xs[c] * inv * yd);
-}
-
-template <class E, Decay D>
-__global__ void __launch_bounds__(256) finish(std::int64_t rowsTotal, int K, int NB, const E* __restrict__ k,
-                                              const E* __restrict__ q_raw, const E* __restrict__ k_raw,
-                                              const E* __restrict__ beta, bool kaczmarz, float kaczmarz_eps,
-                                              float l2_eps, float scale, Work work, E* __restrict__ dq,
-                                              E* __restrict__ dk, E* __restrict__ dbeta, float* __restrict__ dg) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= rowsTotal) return;  // whole warps leave together
-  const int lane = threadIdx.x % 32;
-  float gq[4], gk[4], gw[4];
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int i = lane + 32 * c;
-    float sq = 0.0f, sk = 0.0f, sw = 0.0f, sg = 0.0f;
-    if (i < K)
-      for (int nb = 0; nb < NB; ++nb) {
-        const std::int64_t at = (nb * rowsTotal + row) * K + i;
-        sq += work.dq[at], sk += work.dk[at], sw += work.dw[at];
-        if constexpr (D == Decay::per_key) sg += work.dg[at];
-      }
-    gq[c] = scale * sq;
-    gk[c] = sk + sw;  // read key + write key
-    gw[c] = sg;
-  }
-  float db = 0.0f;
-  [[maybe_unused]] float dgs = 0.0f;
-  for (int nb = 0; nb < NB; ++nb) {
-    db += work.dbeta[nb * rowsTotal + row];
-    if constexpr (D == Decay::scalar) dgs += work.dg[nb * rowsTotal + row];
-  }
-  const E* kr = k + row * K;
-  if (kaczmarz) {
-    // β̃ = η/(‖k‖² + eps): dη = dβ̃/den, dk += −2 β̃ dβ̃ k/den (β̃ unrounded, as the CPU chain rule).
-    float kk = 0.0f;
-    for (int d = 0; d < K; ++d) kk += Elem<E>::to_float(kr[d]) * Elem<E>::to_float(kr[d]);
-    const float den = kk + kaczmarz_eps, bt = Elem<E>::to_float(beta[row]) / den;
-    const float cc = -(2.0f * bt * db) / den;
-    db = db / den;
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int i = lane + 32 * c;
-      if (i < K) gk[c] = fmaf(cc, Elem<E>::to_float(kr[i]), gk[c]);
-    }
-  }
-  if (q_raw) {
-    l2norm_backward_row(q_raw + row * K, gq, K, l2_eps);
-    l2norm_backward_row(k_raw + row * K, gk, K, l2_eps);
-  }
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int i = lane + 32 * c;
-    if (i < K) {
-      dq[row * K + i] = Elem<E>::from_float(gq[c]);
-      dk[row * K + i] = Elem<E>::from_float(gk[c]);
-      if constexpr (D == Decay::per_key) dg[row * K + i] = gw[c];
-    }
-  }
-  if (lane == 0) {
-    dbeta[row] = Elem<E>::from_float(db);
-    if constexpr (D == Decay::scalar) dg[row] = dgs;
-  }
-}
-
 template <class E, Decay D>
 void launch(const DeltaBackwardArgs& a) {
   const DeltaArgs& f = a.fwd;
@@ -397,9 +307,10 @@ void launch(const DeltaBackwardArgs& a) {
                                                        static_cast<E*>(a.dv), work);
     TTR_CUDA_CHECK_LAUNCH("adjoint_sweep");
     const unsigned blocks = static_cast<unsigned>((rowsTotal + 7) / 8);
-    finish<E, D><<<blocks, 256, 0, stream>>>(rowsTotal, f.K, NB, k, static_cast<const E*>(a.q_raw),
+    const delta_backward::DeltaGradPartials parts{work.dq, work.dk, work.dw, work.dg, work.dbeta};
+    delta_backward::finish<E, D><<<blocks, 256, 0, stream>>>(rowsTotal, f.K, NB, k, static_cast<const E*>(a.q_raw),
                                              static_cast<const E*>(a.k_raw), static_cast<const E*>(f.beta),
-                                             f.kaczmarz, f.kaczmarz_eps, a.l2_eps, f.scale, work,
+                                             f.kaczmarz, f.kaczmarz_eps, a.l2_eps, f.scale, parts,
                                              static_cast<E*>(a.dq), static_cast<E*>(a.dk),
                                              static_cast<E*>(a.dbeta), a.dg);
     TTR_CUDA_CHECK_LAUNCH("finish");

@@ -1,13 +1,15 @@
-// GPU tests of the delta family's fused-recurrent backward kernel
-// (gpu/family/delta_sequential_backward.cu, `TTR_KERNEL(<layer>, cuda,
-// sequential, backward)`): every layer that declares it × bf16/fp32 against the
-// MPFR backward oracle (the hand-derived adjoint, reference/family/
-// delta_backward.hpp) under the backward error model (gate/kernel_checks.hpp:
-// chunk backward form at C = 64; fp32 with the sequential backward form's model
-// in quadrature); T not a multiple of 64 (several checkpoint segments, a partial
-// last one), K = V = 128, K ≠ V, h0/dht, use_qk_l2norm_in_kernel; a planted
-// wrong gradient fails; repeated runs are bit-identical and a full batch equals
-// its heads run alone. Outputs are poisoned with NaN before every run (an
+// GPU tests of the delta family's backward kernels — fused recurrent
+// (gpu/family/delta_sequential_backward.cu) and chunk (gpu/family/
+// delta_chunk_backward.cu), `TTR_KERNEL(<layer>, cuda, sequential|chunk,
+// backward)`: every layer that declares them × bf16/fp32 against the MPFR
+// backward oracle (the hand-derived adjoint, reference/family/delta_backward.hpp)
+// under the backward error model (gate/kernel_checks.hpp: the chunk backward
+// form's at C = 64; the recurrent kernel in fp32 with the sequential backward
+// form's model in quadrature), and chunk against recurrent (their models in
+// quadrature); T not a multiple of 64 (several chunks and checkpoint segments,
+// a partial last one), K = V = 128, K ≠ V, h0/dht, use_qk_l2norm_in_kernel; a
+// planted wrong gradient fails; repeated runs are bit-identical and a full batch
+// equals its heads run alone. Outputs are poisoned with NaN before every run (an
 // unwritten element fails as NaN). Label `gpu`; skipped without a device.
 #include <gtest/gtest.h>
 
@@ -43,16 +45,18 @@ const std::vector<std::string>& backward_layers() {
 
 KernelCheckOptions backward_options() {
   KernelCheckOptions o;
-  o.forms = {Form::sequential};
+  o.forms = {Form::chunk, Form::sequential};
+  o.cross = true;
   o.direction = Direction::backward;
   o.launch.poison = true;
   return o;
 }
 
-TensorMap<double> run_backward(const std::string& layer, Tier dtype, const TensorMap<double>& in, const Config& cfg) {
+TensorMap<double> run_backward(const std::string& layer, Form form, Tier dtype, const TensorMap<double>& in,
+                               const Config& cfg) {
   KernelOptions opt;
   opt.poison = true;
-  return find_layer(layer).kernel(Backend::cuda, Form::sequential, Direction::backward)->run(in, cfg, dtype, opt);
+  return find_layer(layer).kernel(Backend::cuda, form, Direction::backward)->run(in, cfg, dtype, opt);
 }
 
 struct Unit {
@@ -62,7 +66,7 @@ struct Unit {
 };
 
 // Units in parallel (the MPFR oracle and the model dominate), reported in order;
-// each unit gives one check per dtype.
+// each unit gives, per dtype, the chunk kernel, the recurrent kernel and chunk vs recurrent.
 void check_units(std::vector<Unit>& units, std::uint64_t seed) {
   std::vector<std::vector<GateCheck>> results(units.size());
   std::vector<std::string> errors(units.size());
@@ -82,7 +86,7 @@ void check_units(std::vector<Unit>& units, std::uint64_t seed) {
     ASSERT_TRUE(errors[i].empty()) << units[i].layer << " " << units[i].name << ": " << errors[i];
     report(results[i]);
     expect_pass(results[i]);
-    EXPECT_EQ(results[i].size(), 2u) << units[i].layer << " " << units[i].name;  // bf16, fp32
+    EXPECT_EQ(results[i].size(), 6u) << units[i].layer << " " << units[i].name;
     for (const GateCheck& c : results[i]) EXPECT_GT(worst_ratio(c.result), 0.0) << c.id << ": a rounding kernel is never exact";
   }
 }
@@ -111,6 +115,8 @@ void run_suite(const std::string& suite, std::uint64_t seed, bool split) {
 TEST(CudaDeltaBackward, KernelsAreDeclared) {
   // Discoverable through the registry (run --device cuda --backward, the gate).
   EXPECT_EQ(backward_layers(), (std::vector<std::string>{"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule"}));
+  for (const std::string& l : backward_layers())
+    EXPECT_NE(find_layer(l).kernel(Backend::cuda, Form::chunk, Direction::backward), nullptr) << l;
 }
 
 TEST(CudaDeltaBackward, TinySuitePassesTheModel) {
@@ -157,27 +163,29 @@ TEST(CudaDeltaBackward, WrongGradientsFailTheJudge) {
   const TensorMap<double> in = generate_backward_inputs(e.spec, c, 5), other = generate_backward_inputs(e.spec, c, 6);
   const Config cfg = Config::make(e.spec, c.config);
   Judge judge(e, in, cfg, {Tier::mpfr, 128}, Direction::backward);
-  for (Tier dtype : {Tier::bf16, Tier::fp32}) {
-    const ModelSpec ms = kernel_model(Form::sequential, dtype, 8, 5, Direction::backward);
-    const TensorMap<double> good = run_backward("gated_delta_rule", dtype, in, cfg);
-    EXPECT_TRUE(judge(good, ms).pass) << tier_name(dtype);
-    EXPECT_FALSE(judge(run_backward("gated_delta_rule", dtype, other, cfg), ms).pass) << tier_name(dtype);
-    TensorMap<double> bad = good;
-    Tensor<double>& dk = bad.at("dk");
-    const std::int64_t K = dk.dim(3), H = dk.dim(2), t = 77;
-    for (std::int64_t i = 0; i < K; ++i) dk.data[static_cast<std::size_t>((t * H + 1) * K + i)] *= 2.0;
-    const CheckResult r = judge(bad, ms);
-    EXPECT_FALSE(r.pass) << tier_name(dtype);
-    for (const TensorVerdict& v : r.tensors)
-      if (v.name == "dk") {
-        EXPECT_FALSE(v.pass);
-        EXPECT_EQ(v.worst.t, t);
-        EXPECT_EQ(v.worst.h, 1);
-      }
-  }
+  for (Form form : {Form::chunk, Form::sequential})
+    for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+      const std::string what = fmt::format("{} {}", form_name(form), tier_name(dtype));
+      const ModelSpec ms = kernel_model(form, dtype, 8, 5, Direction::backward);
+      const TensorMap<double> good = run_backward("gated_delta_rule", form, dtype, in, cfg);
+      EXPECT_TRUE(judge(good, ms).pass) << what;
+      EXPECT_FALSE(judge(run_backward("gated_delta_rule", form, dtype, other, cfg), ms).pass) << what;
+      TensorMap<double> bad = good;
+      Tensor<double>& dk = bad.at("dk");
+      const std::int64_t K = dk.dim(3), H = dk.dim(2), t = 77;
+      for (std::int64_t i = 0; i < K; ++i) dk.data[static_cast<std::size_t>((t * H + 1) * K + i)] *= 2.0;
+      const CheckResult r = judge(bad, ms);
+      EXPECT_FALSE(r.pass) << what;
+      for (const TensorVerdict& v : r.tensors)
+        if (v.name == "dk") {
+          EXPECT_FALSE(v.pass) << what;
+          EXPECT_EQ(v.worst.t, t) << what;
+          EXPECT_EQ(v.worst.h, 1) << what;
+        }
+    }
 }
 
-// B·H = 512 heads: a repeated run is bit-identical (no atomics: the column-block
+// B·H = 512 heads, both kernels: a repeated run is bit-identical (no atomics:
 // partials are summed in a fixed order), and sampled heads equal, bit for bit,
 // the same head run alone.
 TEST(CudaDeltaBackward, FullGpuBatchIsPerHeadExactAndDeterministic) {
@@ -190,15 +198,16 @@ TEST(CudaDeltaBackward, FullGpuBatchIsPerHeadExactAndDeterministic) {
     const VectorCase big{"fill", "", dims(8, 300, 64, 64, 64), states, {}};
     const TensorMap<double> in = generate_backward_inputs(e.spec, big, 31);
     const Config cfg = Config::make(e.spec, big.config);
+    for (Form form : {Form::chunk, Form::sequential})
     for (Tier dtype : {Tier::bf16, Tier::fp32}) {
-      const std::string what = fmt::format("{} {}", layer, tier_name(dtype));
-      const auto first = run_backward(layer, dtype, in, cfg), again = run_backward(layer, dtype, in, cfg);
+      const std::string what = fmt::format("{} {} {}", layer, form_name(form), tier_name(dtype));
+      const auto first = run_backward(layer, form, dtype, in, cfg), again = run_backward(layer, form, dtype, in, cfg);
       EXPECT_EQ(first.size(), 6u) << what;  // dq, dk, dv, dbeta, dg, dh0
       for (const auto& [name, t] : first)
         EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
             << what << " " << name << ": repeated run differs";
       for (const auto& [b, h] : std::vector<test::Head>{{0, 0}, {3, 17}, {7, 63}}) {
-        const auto alone = run_backward(layer, dtype, test::slice_head(bspec, in, b, h), cfg);
+        const auto alone = run_backward(layer, form, dtype, test::slice_head(bspec, in, b, h), cfg);
         for (const auto& [name, t] : alone) {
           const Tensor<double> part = test::slice_bh(first.at(name), bspec.output(name)->dims, b, h);
           std::int64_t diff = 0;
