@@ -11,7 +11,7 @@
 //
 // Correctness first: one block per (batch, head), sequential over the chunks,
 // each product a block-wide fp32 loop over a per-block workspace in device
-// memory (L2-resident at these sizes). It is the GPU's chunk-form reference for
+// memory (1.3 MB per head at K = V = 128). It is the GPU's chunk-form reference for
 // the backward direction, judged by the chunk backward form's error model; it
 // runs none of the tensor-core paths of the forward (gpu/family/delta_chunk_bf16.cuh).
 //
