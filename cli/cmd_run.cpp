@@ -43,7 +43,8 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--mutant", o->mutant, "inject a catalogued bug into the chunk/scan form (`ttrcheck mutants`)");
   cmd->add_option("--device", o->device,
                   "cpu | cuda: the CUDA kernels of gpu/ (--form chunk: the chunk kernel, chunk size 64; "
-                  "--form sequential: the sequential (FLA: fused_recurrent) kernel; --arith bf16|fp32)");
+                  "--form sequential: the sequential (FLA: fused_recurrent) kernel, also --backward for the delta family; "
+                  "--arith bf16|fp32)");
   add_backward_flag(*cmd, o->backward);
   add_set_option(*cmd, o->sets);
   return [o]() {
@@ -57,8 +58,6 @@ Command add_run(CLI::App& app) {
       throw InputError(fmt::format("--mutant {}: the sequential form is never mutated (use --form chunk|scan)", o->mutant));
     check_outputs({{"--in", o->in}}, {{"--out", o->out}});
     const Direction dir = o->backward ? Direction::backward : Direction::forward;
-    if (o->backward && o->device != "cpu")
-      throw InputError("--backward: the CUDA kernels compute the forward direction only (--device cpu)");
     const LoadedInputs in = load_inputs(o->layer, o->in, o->sets, dir);
     if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form))
       fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {}: the output is unmutated\n",
@@ -68,13 +67,13 @@ Command add_run(CLI::App& app) {
       if (form == Form::scan) throw InputError("--device cuda runs --form chunk or sequential");
       if (arith.tier != Tier::bf16 && arith.tier != Tier::fp32)
         throw InputError(fmt::format("--device cuda runs --arith bf16 or fp32, not {}", o->arith));
-      const KernelImpl* kernel = in.layer->kernel(Backend::cuda, form);
+      const KernelImpl* kernel = in.layer->kernel(Backend::cuda, form, dir);
       if (!kernel) {
         std::vector<std::string> have;
         for (const LayerEntry& e : registry())
-          if (e.kernel(Backend::cuda, form)) have.push_back(e.spec.name);
-        throw InputError(fmt::format("--layer {}: no CUDA {} kernel (these have one: {})", in.layer->spec.name,
-                                     form_name(form), fmt::join(have, ", ")));
+          if (e.kernel(Backend::cuda, form, dir)) have.push_back(e.spec.name);
+        throw InputError(fmt::format("--layer {}: no CUDA {} kernel{} (these have one: {})", in.layer->spec.name,
+                                     form_name(form), o->backward ? " for --backward" : "", fmt::join(have, ", ")));
       }
       if (o->chunk_size != 64) throw InputError("--device cuda: the CUDA chunk kernels use --chunk-size 64");
       const device::Status st = device::status();
@@ -85,6 +84,7 @@ Command add_run(CLI::App& app) {
       meta["precision"] = arith_name(arith);
       meta["device"] = "cuda: " + st.device;
       meta["kernel"] = kernel->name();
+      if (o->backward) meta["direction"] = direction_name(dir);
       if (form == Form::chunk || form == Form::chunk_unscaled) meta["chunk_size"] = "64";
       if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;
       io::write_safetensors_atomic(o->out, to_file(values, dtype_for(arith.tier), std::move(meta)));

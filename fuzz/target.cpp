@@ -76,7 +76,7 @@ class KernelTarget final : public Target {
   TargetSpec spec() const override { return spec_; }
   Form form() const override { return kernel_.form; }
   int chunk_size() const override { return kKernelChunkSize; }
-  ModelSpec model() const override { return kernel_model(kernel_.form, spec_.dtype, 8, 0); }
+  ModelSpec model() const override { return kernel_model(kernel_.form, spec_.dtype, 8, 0, kernel_.direction); }
   TensorMap<double> run(const LayerEntry&, const TensorMap<double>& inputs, const Config& cfg) const override {
     return kernel_.run(inputs, cfg, spec_.dtype, {});
   }

@@ -4,8 +4,9 @@
 
 namespace ttr {
 
-ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed) {
+ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed, Direction direction) {
   ModelSpec ms;
+  ms.direction = direction;
   // kla_kalman's `chunk_unscaled` kernel is modelled by the CPU form of that name
   // (the paper's representation); every other kernel as kernel_checks.hpp says.
   ms.form = form == Form::chunk_unscaled ? Form::chunk_unscaled : Form::chunk;
@@ -22,29 +23,31 @@ ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed) {
 
 std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<double>& in, const Config& cfg,
                                      const std::string& case_name, std::uint64_t seed, const KernelCheckOptions& opt) {
-  Judge judge(layer, in, cfg, {Tier::mpfr, 128});
+  const Direction dir = opt.direction;
+  const std::string suffix = dir == Direction::backward ? "-backward" : "";
+  Judge judge(layer, in, cfg, {Tier::mpfr, 128}, dir);
   judge.set_strict_range(opt.strict_range);
   std::vector<GateCheck> out;
   for (Tier dtype : opt.dtypes) {
     const KernelImpl* ran[2] = {nullptr, nullptr};  // chunk, sequential
     TensorMap<double> outputs[2];
     for (Form form : opt.forms) {
-      const KernelImpl* k = layer.kernel(opt.backend, form);
+      const KernelImpl* k = layer.kernel(opt.backend, form, dir);
       if (!k) continue;
       TensorMap<double> cand = k->run(in, cfg, dtype, opt.launch);
       GateCheck g;
-      g.id = fmt::format("{}/{}/{}/{}/{}", layer.spec.name, k->name(), tier_name(dtype), case_name, seed);
-      g.result = judge(cand, kernel_model(form, dtype, opt.samples, seed));
+      g.id = fmt::format("{}/{}{}/{}/{}/{}", layer.spec.name, k->name(), suffix, tier_name(dtype), case_name, seed);
+      g.result = judge(cand, kernel_model(form, dtype, opt.samples, seed, dir));
       out.push_back(std::move(g));
       const int slot = form == Form::chunk ? 0 : (form == Form::sequential ? 1 : -1);
       if (slot >= 0) ran[slot] = k, outputs[slot] = std::move(cand);
     }
     if (opt.cross && ran[0] && ran[1]) {
       GateCheck g;
-      g.id = fmt::format("{}/{}-vs-{}/{}/{}/{}", layer.spec.name, ran[0]->name(), form_name(Form::sequential),
-                         tier_name(dtype), case_name, seed);
-      g.result = judge.between(outputs[1], outputs[0], kernel_model(Form::chunk, dtype, opt.samples, seed),
-                               kernel_model(Form::sequential, dtype, opt.samples, seed));
+      g.id = fmt::format("{}/{}-vs-{}{}/{}/{}/{}", layer.spec.name, ran[0]->name(), form_name(Form::sequential),
+                         suffix, tier_name(dtype), case_name, seed);
+      g.result = judge.between(outputs[1], outputs[0], kernel_model(Form::chunk, dtype, opt.samples, seed, dir),
+                               kernel_model(Form::sequential, dtype, opt.samples, seed, dir));
       out.push_back(std::move(g));
     }
   }

@@ -26,8 +26,14 @@ namespace ttr {
 
 inline constexpr int kKernelChunkSize = 64;
 
-// The model a backend kernel of `form` makes in `dtype` (see above).
-ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed);
+// The model a backend kernel of `form` makes in `dtype` (see above), in either
+// direction: a backward kernel is modelled by the backward forms of the same
+// names (the delta family's fused-recurrent backward kernel rounds its inputs,
+// `do` and the gradients as written, a subset of the chunk backward form's
+// narrowing points; in fp32, as forward, the sequential and chunk backward
+// forms' models in quadrature).
+ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed,
+                       Direction direction = Direction::forward);
 
 struct KernelCheckOptions {
   Backend backend = Backend::cuda;
@@ -38,6 +44,9 @@ struct KernelCheckOptions {
   // dtype), their models in quadrature: id ".../cuda-chunk-vs-sequential/...".
   bool cross = false;
   bool strict_range = false;  // range findings fail (gate/range.hpp)
+  // backward: the backward kernels on inputs holding the cotangents, judged against
+  // the backward oracle; ids ".../<kernel>-backward/...".
+  Direction direction = Direction::forward;
   KernelOptions launch;
 };
 

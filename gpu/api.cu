@@ -20,6 +20,17 @@ void validate(const DeltaArgs& a) {
   if (a.decay != Decay::none && !a.g) fail("g is required for scalar and per-key decay");
 }
 
+void validate(const DeltaBackwardArgs& a) {
+  auto fail = [](const std::string& m) { throw std::invalid_argument("gpu delta backward kernel: " + m); };
+  DeltaArgs f = a.fwd;
+  f.o = a.dv;  // the forward's shape rules; its o is not written here
+  validate(f);
+  if (f.w && f.w != f.k) fail("a write key w != k is not supported (its gradient dw would be separate)");
+  if (!a.do_ || !a.dq || !a.dk || !a.dv || !a.dbeta) fail("do, dq, dk, dv and dbeta are required");
+  if (f.decay != Decay::none && !a.dg) fail("dg is required for scalar and per-key decay");
+  if ((a.q_raw == nullptr) != (a.k_raw == nullptr)) fail("q_raw and k_raw go together (use_qk_l2norm_in_kernel)");
+}
+
 void validate(const GkaArgs& a) {
   auto fail = [](const std::string& m) { throw std::invalid_argument("gpu gka kernel: " + m); };
   if (a.B < 1 || a.T < 1 || a.H < 1) fail("B, T and H must be at least 1");

@@ -62,6 +62,38 @@ void delta_chunk_forward(const DeltaArgs& a);
 // Sequential forward (FLA: fused_recurrent): one token at a time, state in registers.
 void delta_sequential_forward(const DeltaArgs& a);
 
+// The fused-recurrent backward (gpu/family/delta_sequential_backward.cu): the
+// adjoint recurrence of reference/family/delta_backward.hpp, token by token, with
+// the layer's chain rule (read + write key, Kaczmarz, L2 norm of q and k) after it.
+// `fwd` holds the forward's inputs (its o and ht are not used); with
+// use_qk_l2norm_in_kernel, fwd.q and fwd.k are the normalised rows and q_raw,
+// k_raw the rows as given (dq, dk are then the gradients of the raw rows).
+// Write key w ≠ k (the preconditioned layers) is not supported: dw would be a
+// separate gradient. Gradients: dq, dk [B,T,H,K], dv [B,T,H,V], dbeta [B,T,H] in
+// `dtype`; dg fp32 of g's shape (required unless Decay::none); dh0 [B,H,K,V] fp32,
+// optional. The workspace is allocated on the stream and freed before returning.
+struct DeltaBackwardArgs {
+  DeltaArgs fwd;
+  const void* do_ = nullptr;   // [B,T,H,V], `dtype`
+  const float* dht = nullptr;  // optional [B,H,K,V]
+  const void* q_raw = nullptr;  // optional: use_qk_l2norm_in_kernel (both or neither)
+  const void* k_raw = nullptr;
+  float l2_eps = 1e-6f;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+  void* dbeta = nullptr;
+  float* dg = nullptr;
+  float* dh0 = nullptr;
+};
+// Shapes as validate(DeltaArgs); throws std::invalid_argument naming the field.
+void validate(const DeltaBackwardArgs& a);
+void delta_sequential_backward(const DeltaBackwardArgs& a);
+// The chunk backward (chunk 64; gpu/family/delta_chunk_backward.cu): the algorithm
+// and narrowing points of reference/family/delta_chunk_backward.hpp, the same
+// arguments and gradients.
+void delta_chunk_backward(const DeltaBackwardArgs& a);
+
 // Row-wise L2 normalisation as FLA's use_qk_l2norm_in_kernel (reference/family/
 // l2norm.hpp): y = x / sqrt(‖x‖² + eps), computed in fp32 from x as stored (`dtype`),
 // written in `dtype` to y and, when y_fp32 is given, in fp32 there too (PGDN's

@@ -15,6 +15,11 @@ TensorMap<double> run_delta(const DeltaBinding&, Form, const TensorMap<double>&,
   throw_not_built();
 }
 
+TensorMap<double> run_delta_backward(const DeltaBinding&, Form, const TensorMap<double>&, const Config&, Tier,
+                                     const KernelOptions&) {
+  throw_not_built();
+}
+
 #else
 
 TensorMap<double> run_delta(const DeltaBinding& bind, Form form, const TensorMap<double>& in, const Config& cfg,
@@ -107,6 +112,88 @@ TensorMap<double> run_delta(const DeltaBinding& bind, Form form, const TensorMap
     A.shape = {B, H, K};
     out["final_A_state"] = std::move(A);
   }
+  return out;
+}
+
+TensorMap<double> run_delta_backward(const DeltaBinding& bind, Form form, const TensorMap<double>& in,
+                                     const Config& cfg, Tier dtype, const KernelOptions& opt) {
+  if (bind.precond) throw InputError("the CUDA delta backward kernels do not take the preconditioned layers (write key k̃ ≠ k)");
+  const bool bf16 = kernel_dtype_is_bf16(dtype);
+  const Tensor<double>& q = in.at("q");
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
+  const int Kp = pad16(K), Vp = pad16(V);
+  if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
+  const std::int64_t rows = B * T * H, BH = B * H;
+  // As run_delta: activations and the cotangent `do` rounded to the dtype (the
+  // chunk backward form's policy_inputs and its narrowed cotangents).
+  auto activation = [&](const char* name) {
+    std::vector<float> x = to_float(in.at(name));
+    if (bf16)
+      for (float& e : x) e = round_bf16(e);
+    return x;
+  };
+  const std::vector<float> qf = activation("q"), kf = activation("k"), vf = activation("v"), bf = activation("beta");
+  const std::vector<float> dof = activation("do");
+  gpu::DeviceBuffer dq = upload(qf, rows, K, Kp, bf16), dk = upload(kf, rows, K, Kp, bf16);
+  gpu::DeviceBuffer dv = upload(vf, rows, V, Vp, bf16), dbeta = upload(bf, rows, 1, 1, bf16);
+  gpu::DeviceBuffer ddo = upload(dof, rows, V, Vp, bf16);
+  gpu::DeltaBackwardArgs a;
+  gpu::DeltaArgs& f = a.fwd;
+  // use_qk_l2norm_in_kernel: the kernels read the normalised rows (as the forward),
+  // the chain rule reads the rows as given.
+  gpu::DeviceBuffer dq_raw, dk_raw;
+  if (cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel")) {
+    dq_raw = upload(qf, rows, K, Kp, bf16), dk_raw = upload(kf, rows, K, Kp, bf16);
+    gpu::l2norm_rows(dtype_of(bf16), dq.get(), dq.get(), nullptr, rows, Kp, 1e-6f);
+    gpu::l2norm_rows(dtype_of(bf16), dk.get(), dk.get(), nullptr, rows, Kp, 1e-6f);
+    a.q_raw = dq_raw.get(), a.k_raw = dk_raw.get(), a.l2_eps = 1e-6f;
+  }
+  f.B = static_cast<int>(B), f.T = static_cast<int>(T), f.H = static_cast<int>(H), f.K = Kp, f.V = Vp;
+  f.dtype = dtype_of(bf16);
+  using D = DeltaBinding::Decay;
+  f.decay = bind.decay == D::none ? gpu::Decay::none : (bind.decay == D::per_key ? gpu::Decay::per_key : gpu::Decay::scalar);
+  const bool per_key = bind.decay == D::per_key;
+  gpu::DeviceBuffer dg, dh0, ddht, gdq, gdk, gdv, gdbeta, gdg, gdh0;
+  if (bind.decay != D::none) {
+    dg = upload(to_float(in.at("g")), rows, per_key ? K : 1, per_key ? Kp : 1, false);
+    f.g = static_cast<const float*>(dg.get());
+  }
+  const auto h0 = in.find("h0");
+  if (h0 != in.end()) {
+    dh0 = upload_state(to_float(h0->second), BH, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+    f.h0 = static_cast<const float*>(dh0.get());
+  }
+  if (const auto dht = in.find("dht"); dht != in.end()) {
+    ddht = upload_state(to_float(dht->second), BH, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+    a.dht = static_cast<const float*>(ddht.get());
+  }
+  f.q = dq.get(), f.k = dk.get(), f.v = dv.get(), f.beta = dbeta.get();
+  f.scale = cfg.has("scale") ? static_cast<float>(cfg.number("scale")) : 1.0f / std::sqrt(static_cast<float>(K));
+  if (bind.kaczmarz) f.kaczmarz = true, f.kaczmarz_eps = static_cast<float>(cfg.number("eps"));
+  a.do_ = ddo.get();
+  const std::size_t es = bf16 ? 2 : 4;
+  gdq = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * Kp * es);
+  gdk = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * Kp * es);
+  gdv = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * Vp * es);
+  gdbeta = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * es);
+  if (bind.decay != D::none) gdg = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * (per_key ? Kp : 1) * 4);
+  if (h0 != in.end()) gdh0 = gpu::DeviceBuffer(static_cast<std::size_t>(BH) * Kp * Vp * 4);
+  if (opt.poison)  // NaN in bf16 and fp32: every gradient element must be written
+    for (gpu::DeviceBuffer* b : {&gdq, &gdk, &gdv, &gdbeta, &gdg, &gdh0})
+      if (b->get()) b->fill_bytes(0xFF);
+  a.dq = gdq.get(), a.dk = gdk.get(), a.dv = gdv.get(), a.dbeta = gdbeta.get();
+  a.dg = static_cast<float*>(gdg.get()), a.dh0 = static_cast<float*>(gdh0.get());
+  if (form == Form::chunk) gpu::delta_chunk_backward(a);
+  else gpu::delta_sequential_backward(a);
+  gpu::synchronize();
+  TensorMap<double> out;
+  out["dq"] = download_unpadded(gdq, {B, T, H, K}, Kp, bf16);
+  out["dk"] = download_unpadded(gdk, {B, T, H, K}, Kp, bf16);
+  out["dv"] = download_unpadded(gdv, {B, T, H, V}, Vp, bf16);
+  out["dbeta"] = download(gdbeta, {B, T, H}, bf16);
+  if (bind.decay != D::none)
+    out["dg"] = per_key ? download_unpadded(gdg, {B, T, H, K}, Kp, false) : download(gdg, {B, T, H}, false);
+  if (h0 != in.end()) out["dh0"] = download_state(gdh0, B, H, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
   return out;
 }
 

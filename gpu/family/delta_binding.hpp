@@ -19,6 +19,14 @@ struct DeltaBinding {
 TensorMap<double> run_delta(const DeltaBinding& b, Form form, const TensorMap<double>& in, const Config& cfg,
                             Tier dtype, const KernelOptions& opt);
 
+// The backward direction on the family's fused-recurrent (form sequential;
+// gpu/family/delta_sequential_backward.cu) or chunk backward kernel (form chunk;
+// gpu/family/delta_chunk_backward.cu): the forward inputs plus
+// `do` and optional `dht` in, FLA's gradient names out (dq, dk, dv, dbeta, dg
+// where g is given, dh0 where h0 is given). The preconditioned layers are refused.
+TensorMap<double> run_delta_backward(const DeltaBinding& b, Form form, const TensorMap<double>& in, const Config& cfg,
+                                     Tier dtype, const KernelOptions& opt);
+
 }  // namespace ttr::device
 
 // The registry's entry points of a delta-family layer (its TTR_KERNEL lines in
@@ -34,4 +42,18 @@ TensorMap<double> run_delta(const DeltaBinding& b, Form form, const TensorMap<do
                                                        Tier dtype, const KernelOptions& opt) {              \
     return device::run_delta(device::DeltaBinding{__VA_ARGS__}, Form::sequential, in, cfg, dtype, opt);     \
   }                                                                                                          \
+  }
+
+// The backward kernels' entry points of a delta-family layer (its TTR_KERNEL(layer,
+// cuda, sequential|chunk, backward) lines), for the layers whose write key is the read key.
+#define TTR_DELTA_BACKWARD_BINDING(layer, ...)                                                                     \
+  namespace ttr::kernels {                                                                                         \
+  TensorMap<double> layer##__cuda__sequential__backward(const TensorMap<double>& in, const Config& cfg,           \
+                                                        Tier dtype, const KernelOptions& opt) {                   \
+    return device::run_delta_backward(device::DeltaBinding{__VA_ARGS__}, Form::sequential, in, cfg, dtype, opt); \
+  }                                                                                                                \
+  TensorMap<double> layer##__cuda__chunk__backward(const TensorMap<double>& in, const Config& cfg, Tier dtype,    \
+                                                   const KernelOptions& opt) {                                    \
+    return device::run_delta_backward(device::DeltaBinding{__VA_ARGS__}, Form::chunk, in, cfg, dtype, opt);      \
+  }                                                                                                                \
   }

@@ -2,3 +2,4 @@
 #include "gpu/family/delta_binding.hpp"
 
 TTR_DELTA_BINDING(gated_delta_rule, device::DeltaBinding::Decay::scalar, /*kaczmarz=*/false, /*precond=*/false)
+TTR_DELTA_BACKWARD_BINDING(gated_delta_rule, device::DeltaBinding::Decay::scalar, /*kaczmarz=*/false, /*precond=*/false)

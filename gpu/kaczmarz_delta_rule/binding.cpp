@@ -3,3 +3,4 @@
 #include "gpu/family/delta_binding.hpp"
 
 TTR_DELTA_BINDING(kaczmarz_delta_rule, device::DeltaBinding::Decay::scalar, /*kaczmarz=*/true, /*precond=*/false)
+TTR_DELTA_BACKWARD_BINDING(kaczmarz_delta_rule, device::DeltaBinding::Decay::scalar, /*kaczmarz=*/true, /*precond=*/false)

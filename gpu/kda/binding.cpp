@@ -2,3 +2,4 @@
 #include "gpu/family/delta_binding.hpp"
 
 TTR_DELTA_BINDING(kda, device::DeltaBinding::Decay::per_key, /*kaczmarz=*/false, /*precond=*/false)
+TTR_DELTA_BACKWARD_BINDING(kda, device::DeltaBinding::Decay::per_key, /*kaczmarz=*/false, /*precond=*/false)

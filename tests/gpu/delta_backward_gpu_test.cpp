@@ -1,0 +1,223 @@
+// GPU tests of the delta family's backward kernels — fused recurrent
+// (gpu/family/delta_sequential_backward.cu) and chunk (gpu/family/
+// delta_chunk_backward.cu), `TTR_KERNEL(<layer>, cuda, sequential|chunk,
+// backward)`: every layer that declares them × bf16/fp32 against the MPFR
+// backward oracle (the hand-derived adjoint, reference/family/delta_backward.hpp)
+// under the backward error model (gate/kernel_checks.hpp: the chunk backward
+// form's at C = 64; the recurrent kernel in fp32 with the sequential backward
+// form's model in quadrature), and chunk against recurrent (their models in
+// quadrature); T not a multiple of 64 (several chunks and checkpoint segments,
+// a partial last one), K = V = 128, K ≠ V, h0/dht, use_qk_l2norm_in_kernel; a
+// planted wrong gradient fails; repeated runs are bit-identical and a full batch
+// equals its heads run alone. Outputs are poisoned with NaN before every run (an
+// unwritten element fails as NaN). Label `gpu`; skipped without a device.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fmt/format.h>
+#include <mutex>
+#include <thread>
+
+#include "gate/error_model.hpp"
+#include "gate/judge.hpp"
+#include "gate/kernel_checks.hpp"
+#include "oracles/registry.hpp"
+#include "oracles/vectors.hpp"
+#include "tests/gpu/gpu_checks.hpp"
+
+namespace ttr {
+namespace {
+
+using test::dims;
+using test::expect_pass;
+using test::report;
+using test::worst_ratio;
+
+const std::vector<std::string>& backward_layers() {
+  static const std::vector<std::string> l = [] {
+    std::vector<std::string> r;
+    for (const LayerEntry& e : registry())
+      if (e.kernel(Backend::cuda, Form::sequential, Direction::backward)) r.push_back(e.spec.name);
+    return r;
+  }();
+  return l;
+}
+
+KernelCheckOptions backward_options() {
+  KernelCheckOptions o;
+  o.forms = {Form::chunk, Form::sequential};
+  o.cross = true;
+  o.direction = Direction::backward;
+  o.launch.poison = true;
+  return o;
+}
+
+TensorMap<double> run_backward(const std::string& layer, Form form, Tier dtype, const TensorMap<double>& in,
+                               const Config& cfg) {
+  KernelOptions opt;
+  opt.poison = true;
+  return find_layer(layer).kernel(Backend::cuda, form, Direction::backward)->run(in, cfg, dtype, opt);
+}
+
+struct Unit {
+  std::string layer, name;
+  TensorMap<double> in;
+  Config cfg;
+};
+
+// Units in parallel (the MPFR oracle and the model dominate), reported in order;
+// each unit gives, per dtype, the chunk kernel, the recurrent kernel and chunk vs recurrent.
+void check_units(std::vector<Unit>& units, std::uint64_t seed) {
+  std::vector<std::vector<GateCheck>> results(units.size());
+  std::vector<std::string> errors(units.size());
+  std::vector<std::thread> pool;
+  for (std::size_t i = 0; i < units.size(); ++i)
+    pool.emplace_back([&, i] {
+      const ThreadCaches caches;
+      try {
+        results[i] = check_kernels(find_layer(units[i].layer), units[i].in, units[i].cfg, units[i].name, seed,
+                                   backward_options());
+      } catch (const std::exception& ex) {
+        errors[i] = ex.what();
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    ASSERT_TRUE(errors[i].empty()) << units[i].layer << " " << units[i].name << ": " << errors[i];
+    report(results[i]);
+    expect_pass(results[i]);
+    EXPECT_EQ(results[i].size(), 6u) << units[i].layer << " " << units[i].name;
+    for (const GateCheck& c : results[i]) EXPECT_GT(worst_ratio(c.result), 0.0) << c.id << ": a rounding kernel is never exact";
+  }
+}
+
+// A suite's cases for every layer with the kernel; `split`: one unit per head.
+void run_suite(const std::string& suite, std::uint64_t seed, bool split) {
+  std::vector<Unit> units;
+  for (const std::string& name : backward_layers()) {
+    const LayerEntry& e = find_layer(name);
+    for (const VectorCase& c : suite_cases(e.spec, suite)) {
+      const TensorMap<double> in = generate_backward_inputs(e.spec, c, seed);
+      const Config cfg = Config::make(e.spec, c.config);
+      if (!split) {
+        units.push_back({name, c.name, in, cfg});
+        continue;
+      }
+      const std::int64_t B = in.at("q").dim(0), H = in.at("q").dim(2);
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t h = 0; h < H; ++h)
+          units.push_back({name, fmt::format("{}_b{}h{}", c.name, b, h), test::slice_head(backward_spec(e.spec), in, b, h), cfg});
+    }
+  }
+  check_units(units, seed);
+}
+
+TEST(CudaDeltaBackward, KernelsAreDeclared) {
+  // Discoverable through the registry (run --device cuda --backward, the gate).
+  EXPECT_EQ(backward_layers(), (std::vector<std::string>{"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule"}));
+  for (const std::string& l : backward_layers())
+    EXPECT_NE(find_layer(l).kernel(Backend::cuda, Form::chunk, Direction::backward), nullptr) << l;
+}
+
+TEST(CudaDeltaBackward, TinySuitePassesTheModel) {
+  TTR_REQUIRE_DEVICE();
+  run_suite("tiny", 41, false);
+}
+
+TEST(CudaDeltaBackward, StandardSuitePassesTheModel) {
+  TTR_REQUIRE_DEVICE();
+  run_suite("standard", 42, true);
+}
+
+// Segment boundaries of the kernel's checkpoints (64 tokens): T = 64, 65, 130,
+// 200; K = V = 128; K ≠ V (padded to 16); h0 and dht; use_qk_l2norm_in_kernel.
+TEST(CudaDeltaBackward, SegmentBoundariesWideHeadsAndL2Norm) {
+  TTR_REQUIRE_DEVICE();
+  Regime states;
+  states.optional_inputs = true;
+  const std::vector<std::pair<std::string, std::string>> l2 = {{"use_qk_l2norm_in_kernel", "true"}};
+  const std::vector<VectorCase> cases = {
+      {"t64", "", dims(1, 64, 1, 32, 32), {}, {}},
+      {"t65_h0_l2", "", dims(1, 65, 2, 32, 48), states, l2},
+      {"t130_k128", "", dims(1, 130, 1, 128, 128), states, {}},
+      {"t200_k96_v16_l2", "", dims(2, 200, 1, 96, 16), {}, l2},
+      {"t70_k20_v12_h0", "", dims(1, 70, 1, 20, 12), states, {}},
+  };
+  std::vector<Unit> units;
+  for (const std::string& name : backward_layers()) {
+    const LayerEntry& e = find_layer(name);
+    for (const VectorCase& c : cases) {
+      const TensorMap<double> in = generate_backward_inputs(e.spec, c, 51);
+      units.push_back({name, c.name, in, Config::make(e.spec, c.config)});
+    }
+  }
+  check_units(units, 51);
+}
+
+// A planted bug must fail: the kernel's gradients on other inputs (another seed)
+// against this oracle, and one token's dk row doubled.
+TEST(CudaDeltaBackward, WrongGradientsFailTheJudge) {
+  TTR_REQUIRE_DEVICE();
+  const LayerEntry& e = find_layer("gated_delta_rule");
+  const VectorCase c{"small", "", dims(1, 100, 2, 32, 32), {}, {}};
+  const TensorMap<double> in = generate_backward_inputs(e.spec, c, 5), other = generate_backward_inputs(e.spec, c, 6);
+  const Config cfg = Config::make(e.spec, c.config);
+  Judge judge(e, in, cfg, {Tier::mpfr, 128}, Direction::backward);
+  for (Form form : {Form::chunk, Form::sequential})
+    for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+      const std::string what = fmt::format("{} {}", form_name(form), tier_name(dtype));
+      const ModelSpec ms = kernel_model(form, dtype, 8, 5, Direction::backward);
+      const TensorMap<double> good = run_backward("gated_delta_rule", form, dtype, in, cfg);
+      EXPECT_TRUE(judge(good, ms).pass) << what;
+      EXPECT_FALSE(judge(run_backward("gated_delta_rule", form, dtype, other, cfg), ms).pass) << what;
+      TensorMap<double> bad = good;
+      Tensor<double>& dk = bad.at("dk");
+      const std::int64_t K = dk.dim(3), H = dk.dim(2), t = 77;
+      for (std::int64_t i = 0; i < K; ++i) dk.data[static_cast<std::size_t>((t * H + 1) * K + i)] *= 2.0;
+      const CheckResult r = judge(bad, ms);
+      EXPECT_FALSE(r.pass) << what;
+      for (const TensorVerdict& v : r.tensors)
+        if (v.name == "dk") {
+          EXPECT_FALSE(v.pass) << what;
+          EXPECT_EQ(v.worst.t, t) << what;
+          EXPECT_EQ(v.worst.h, 1) << what;
+        }
+    }
+}
+
+// B·H = 512 heads, both kernels: a repeated run is bit-identical (no atomics:
+// partials are summed in a fixed order), and sampled heads equal, bit for bit,
+// the same head run alone.
+TEST(CudaDeltaBackward, FullGpuBatchIsPerHeadExactAndDeterministic) {
+  TTR_REQUIRE_DEVICE();
+  Regime states;
+  states.optional_inputs = true;
+  for (const char* layer : {"gated_delta_rule", "kda"}) {
+    const LayerEntry& e = find_layer(layer);
+    const LayerSpec bspec = backward_spec(e.spec);
+    const VectorCase big{"fill", "", dims(8, 300, 64, 64, 64), states, {}};
+    const TensorMap<double> in = generate_backward_inputs(e.spec, big, 31);
+    const Config cfg = Config::make(e.spec, big.config);
+    for (Form form : {Form::chunk, Form::sequential})
+    for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+      const std::string what = fmt::format("{} {} {}", layer, form_name(form), tier_name(dtype));
+      const auto first = run_backward(layer, form, dtype, in, cfg), again = run_backward(layer, form, dtype, in, cfg);
+      EXPECT_EQ(first.size(), 6u) << what;  // dq, dk, dv, dbeta, dg, dh0
+      for (const auto& [name, t] : first)
+        EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
+            << what << " " << name << ": repeated run differs";
+      for (const auto& [b, h] : std::vector<test::Head>{{0, 0}, {3, 17}, {7, 63}}) {
+        const auto alone = run_backward(layer, form, dtype, test::slice_head(bspec, in, b, h), cfg);
+        for (const auto& [name, t] : alone) {
+          const Tensor<double> part = test::slice_bh(first.at(name), bspec.output(name)->dims, b, h);
+          std::int64_t diff = 0;
+          for (std::size_t i = 0; i < t.data.size(); ++i) diff += t.data[i] != part.data[i];
+          EXPECT_EQ(diff, 0) << what << " " << name << " head (" << b << "," << h << ") differs from the head alone";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ttr
