@@ -16,7 +16,8 @@ namespace {
 
 TEST(VarlenFuzz, BoundariesAreValidAndAdversarial) {
   const LayerEntry& e = find_layer("gated_delta_rule");
-  ASSERT_TRUE(std::count(fuzz::families_for(e.spec).begin(), fuzz::families_for(e.spec).end(), "varlen_boundaries"));
+  const std::vector<std::string> families = fuzz::families_for(e.spec);
+  ASSERT_TRUE(std::count(families.begin(), families.end(), "varlen_boundaries"));
   fuzz::GeneratorOptions opt;
   opt.chunk = 16;
   std::set<std::string> seen;
