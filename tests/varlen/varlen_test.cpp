@@ -247,3 +247,37 @@ TEST(Varlen, EveryLayerTakesCuSeqlensAsANonDifferentiableInput) {
 
 }  // namespace
 }  // namespace ttr::test
+
+namespace ttr::test {
+namespace {
+
+// The production and int32-overflow suites as the docs state them (specs only:
+// generating them takes gigabytes, and no test runs an oracle on them).
+TEST(VarlenSuites, ProductionAndInt32OverflowShapes) {
+  const LayerSpec& spec = find_layer("gated_delta_rule").spec;
+  const std::vector<VectorCase> prod = suite_cases(spec, "production");
+  ASSERT_EQ(prod.size(), 3u);
+  const auto dims = [](const VectorCase& c) {
+    return std::vector<std::int64_t>{c.dims.at("B"), c.dims.at("T"), c.dims.at("H"), c.dims.at("K"), c.dims.at("V")};
+  };
+  EXPECT_EQ(dims(prod[0]), (std::vector<std::int64_t>{4, 4096, 8, 128, 128}));
+  EXPECT_EQ(dims(prod[1]), (std::vector<std::int64_t>{1, 16384, 8, 128, 128}));
+  const std::vector<std::int64_t>& cu = prod[2].regime.cu_seqlens;
+  ASSERT_EQ(cu.size(), 17u);  // 16 sequences
+  EXPECT_EQ(cu.front(), 0);
+  EXPECT_EQ(cu.back(), 32768);
+  EXPECT_EQ(prod[2].dims.at("T"), 32768);
+  EXPECT_EQ(prod[2].dims.at("B"), 1);
+  for (std::size_t i = 1; i < cu.size(); ++i) EXPECT_GT(cu[i], cu[i - 1]);
+  const std::vector<VectorCase> big = suite_cases(spec, "int32_overflow");
+  ASSERT_EQ(big.size(), 1u);
+  const auto& d = big[0].dims;
+  EXPECT_GT(d.at("B") * d.at("T") * d.at("H") * d.at("K"), std::int64_t{1} << 31);
+  // Only on demand: `vectors --layer all --suite ...` names it; no other suite includes it.
+  for (const char* s : {"tiny", "demo", "standard", "stress", "varlen", "production"})
+    for (const VectorCase& c : suite_cases(spec, s))
+      EXPECT_LE(c.dims.at("B") * c.dims.at("T") * c.dims.at("H") * c.dims.at("K"), std::int64_t{1} << 31) << s;
+}
+
+}  // namespace
+}  // namespace ttr::test
