@@ -55,7 +55,7 @@ Command add_vectors(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("vectors", "write a suite's input vectors and their oracle outputs");
   cmd->add_option("--layer", o->layer, "layer name, or 'all'")->required();
-  cmd->add_option("--suite", o->suite, "tiny|demo|standard|stress")->required();
+  cmd->add_option("--suite", o->suite, "tiny|demo|standard|stress|varlen|production|int32_overflow (the last two: use --no-oracle)")->required();
   cmd->add_option("--out", o->out, "output directory (created if absent)")->required();
   cmd->add_option("--seed", o->seed, "random seed (same seed: bit-identical files)")->check(seed_validator());
   cmd->add_option("--bits", o->bits, "oracle MPFR precision")->check(CLI::Range(24u, 100000u));

@@ -5,6 +5,9 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
+# The slicer's parallel runs over (sequence, head) (oracles/slices.cpp): GCC's
+# libgomp (Debian: part of gcc; libomp-dev for clang).
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 # TTR_PORTABLE: executables that need nothing but the C library (and the CUDA
 # driver): MPFI/MPFR/GMP from their static archives, fmt header-only, libstdc++
 # and libgcc static. For machines without our packages (the lent GPU machine,

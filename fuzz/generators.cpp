@@ -1,5 +1,7 @@
 #include "fuzz/generators.hpp"
 
+#include "oracles/varlen.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -140,12 +142,36 @@ void edit(const LayerSpec& spec, const std::string& family, Case& c, Stream& rng
   }
 }
 
+// Varlen boundaries where kernels break (FLA #836, #837, PR #955): offsets on a
+// chunk edge, one token either side of it, one-token and empty sequences, and
+// some anywhere; B = 1, T unchanged (the last offset).
+std::vector<std::int64_t> adversarial_offsets(std::int64_t T, std::int64_t C, Stream& rng) {
+  std::vector<std::int64_t> cu = {0};
+  while (cu.back() < T) {
+    const std::int64_t at = cu.back();
+    const std::int64_t edge = (at / C + 1 + rng.below(2)) * C;  // the next chunk edge or the one after
+    std::int64_t next = at;
+    switch (rng.below(6)) {
+      case 0: next = at; break;                          // an empty sequence
+      case 1: next = at + 1; break;                      // a one-token sequence
+      case 2: next = edge; break;                        // exactly on a chunk edge
+      case 3: next = edge - 1; break;                    // one token before it
+      case 4: next = edge + 1; break;                    // one token past it
+      default: next = at + 1 + rng.below(2 * C); break;  // anywhere
+    }
+    if (cu.size() >= 24) next = T;  // a bounded number of sequences
+    cu.push_back(std::clamp<std::int64_t>(next, at, T));
+  }
+  return cu;
+}
+
 }  // namespace
 
 const std::vector<std::string>& all_families() {
   static const std::vector<std::string> f = {
       "plain",    "gate_edges", "strong_decay", "beta_edges",   "zero_write_prefix", "key_norms",   "zero_keys",
-      "near_duplicate_keys", "collinear", "value_edges", "initial_states", "gka_small_a", "kla_zero_noise"};
+      "near_duplicate_keys", "collinear", "value_edges", "initial_states", "gka_small_a", "kla_zero_noise",
+      "varlen_boundaries"};
   return f;
 }
 
@@ -161,6 +187,7 @@ std::vector<std::string> families_for(const LayerSpec& spec) {
     if (f == "initial_states" && !state) continue;
     if (f == "gka_small_a" && !(spec.key("a") && spec.key("solver"))) continue;
     if (f == "kla_zero_noise" && !(spec.input("a_bar") && spec.input("p_bar"))) continue;
+    if (f == "varlen_boundaries" && !spec.input(kCuSeqlens)) continue;
     out.push_back(f);
   }
   return out;
@@ -202,6 +229,11 @@ Case generate_case(const LayerSpec& spec, const std::string& family, const Gener
     std::erase_if(c.config, [](const auto& kv) { return kv.first == "a"; });
     c.config.push_back({"a", fmt::format("{:.3g}", a)});
   }
+  if (family == "varlen_boundaries") {
+    c.dims["B"] = 1;
+    rg.cu_seqlens = adversarial_offsets(c.dims.at("T"), opt.chunk, rng);
+    rg.optional_inputs = true;  // initial states [N, H, K, V]: what a leaking state shows
+  }
   const VectorCase vc{"fuzz", "", c.dims, rg, c.config};
   c.inputs = generate_inputs(spec, vc, rng.next());
   edit(spec, family, c, rng);
@@ -214,7 +246,7 @@ Case mutate_case(const LayerSpec& spec, const Case& from, std::uint64_t seed) {
   Case c = from;
   std::vector<std::string> names;
   for (const auto& [name, t] : c.inputs)
-    if (t.numel() > 0) names.push_back(name);
+    if (t.numel() > 0 && name != kCuSeqlens) names.push_back(name);  // offsets stay valid
   if (names.empty()) return c;
   const std::string name = names[rng.below(static_cast<std::int64_t>(names.size()))];
   const TensorSpec* ts = spec.input(name);
@@ -248,6 +280,7 @@ Case mutate_case(const LayerSpec& spec, const Case& from, std::uint64_t seed) {
 void finish_inputs(const LayerSpec& spec, TensorMap<double>& inputs) {
   for (auto& [name, t] : inputs) {
     const TensorSpec* ts = spec.input(name);
+    if (name == kCuSeqlens) continue;  // integer offsets, not values on the bf16 grid
     for (double& x : t.data) {
       x = BF16Format::round(x);
       if (!std::isfinite(x)) x = std::copysign(BF16Format::max_finite(), x);

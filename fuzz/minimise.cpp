@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "fuzz/campaign.hpp"
+#include "oracles/varlen.hpp"
 #include "reference/core/float16.hpp"
 
 namespace ttr::fuzz {
@@ -72,21 +73,24 @@ Case minimise(const LayerEntry& layer, const Target& target, FindingKind kind, c
   };
   for (bool progress = true; progress && trials < max_trials;) {
     progress = false;
+    // A varlen case keeps its tokens and offsets (cutting T would break them);
+    // its values are minimised below.
+    const bool varlen = cur.inputs.count(kCuSeqlens) > 0;
     // 1. Shorter: the shortest failing prefix, then drop leading tokens.
-    const std::int64_t T = cur.dims.at("T");
+    const std::int64_t T = varlen ? 0 : cur.dims.at("T");
     for (std::int64_t L : shorter_lengths(T))
       if (attempt(slice(spec, cur, 0, L, -1, -1))) {
         progress = true;
         break;
       }
-    for (std::int64_t s = cur.dims.at("T") / 2; s >= 1; s /= 2)
+    for (std::int64_t s = varlen ? 0 : cur.dims.at("T") / 2; s >= 1; s /= 2)
       if (attempt(slice(spec, cur, s, cur.dims.at("T"), -1, -1))) {
         progress = true;
         break;
       }
     // 2. One (batch, head) sequence.
     const std::int64_t B = cur.dims.at("B"), H = cur.dims.at("H");
-    if (B * H > 1) {
+    if (B * H > 1 && !varlen) {
       bool done = false;
       for (std::int64_t b = 0; b < B && !done; ++b)
         for (std::int64_t h = 0; h < H && !done; ++h) done = attempt(slice(spec, cur, 0, cur.dims.at("T"), b, h));
@@ -97,7 +101,7 @@ Case minimise(const LayerEntry& layer, const Target& target, FindingKind kind, c
     for (const auto& [name, _] : cur.inputs) names.push_back(name);
     for (const std::string& name : names) {
       const TensorSpec* ts = spec.input(name);
-      if (!ts || !cur.inputs.count(name)) continue;
+      if (!ts || !cur.inputs.count(name) || name == kCuSeqlens) continue;
       if (!ts->required) {
         Case next = cur;
         next.inputs.erase(name);

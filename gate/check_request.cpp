@@ -9,6 +9,7 @@
 
 #include "gate/judge.hpp"
 #include "oracles/error.hpp"
+#include "oracles/varlen.hpp"
 #include "oracles/loaded_inputs.hpp"
 #include "oracles/oracle.hpp"
 
@@ -41,7 +42,11 @@ std::string dims_str(const TensorSpec& t) { return "[" + fmt::format("{}", fmt::
 // The outputs' shapes for these inputs: what the candidate and a stored oracle must have.
 std::map<std::string, Shape> output_shapes(const LayerSpec& spec, const Dims& dims) {
   std::map<std::string, Shape> s;
-  for (const auto& t : spec.outputs) s[t.name] = shape_of(t, dims);
+  for (const auto& t : spec.outputs) {
+    Dims d = dims;  // a varlen batch (validate_inputs binds N+1): per-sequence outputs have N rows
+    if (const auto n = dims.find("N+1"); n != dims.end() && axis_kind(t) == AxisKind::per_sequence) d["B"] = n->second - 1;
+    s[t.name] = shape_of(t, d);
+  }
   return s;
 }
 

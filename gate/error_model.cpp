@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "oracles/error.hpp"
+#include "oracles/slices.hpp"
 #include "reference/core/float16.hpp"
 #include "reference/core/mca.hpp"
 
@@ -104,9 +105,24 @@ ErrorModel model_errors(const LayerEntry& layer, const TensorMap<double>& inputs
   // row the model cannot describe (the oracle or a perturbed run non-finite).
   TensorMap<double> sumsq;
   for (int i = 0; i < spec.samples; ++i) {
-    mca_seed(spec.seed * 0x100000001B3ull + static_cast<std::uint64_t>(i), r.u_op, r.op_format, r.u_store,
-             r.store_format);
-    const LayerResult sample = run(inputs, cfg, opt);
+    const std::uint64_t sample_seed = spec.seed * 0x100000001B3ull + static_cast<std::uint64_t>(i);
+    // The key of the elementwise functions' perturbations is the sample's (the
+    // same argument rounds the same way in every slice of one run).
+    mca_seed(sample_seed, r.u_op, r.op_format, r.u_store, r.store_format);
+    const std::uint64_t run_key = mca_context().key;
+    // Every (sequence, head) its own run on all cores (oracles/slices.hpp), each
+    // with its own perturbation stream derived from (seed, sample, sequence,
+    // head): the model is the same whatever the thread count.
+    SliceOptions so;
+    so.split = true;
+    so.before = [&](const Slice& s) {
+      mca_seed(sample_seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(s.first + 1)) ^
+                   (0xC2B2AE3D27D4EB4Full * static_cast<std::uint64_t>(s.head + 2)),
+               r.u_op, r.op_format, r.u_store, r.store_format);
+      mca_context().key = run_key;
+    };
+    so.after = [](const Slice&) { mca_seed(0, 0.0, McaFormat::any, 0.0, McaFormat::any); };
+    const LayerResult sample = run_sliced(outputs, run, inputs, cfg, opt, so);
     for (const TensorSpec& out : outputs.outputs) {
       const auto ref = oracle.find(out.name);
       const auto got = sample.values.find(out.name);

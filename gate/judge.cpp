@@ -6,6 +6,7 @@
 
 #include "gate/range.hpp"
 #include "oracles/error.hpp"
+#include "oracles/slices.hpp"
 
 namespace ttr {
 
@@ -20,8 +21,11 @@ Judge::Judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Con
       spec_(direction_spec(layer.spec, direction)), oracle_(std::move(oracle)) {}
 
 const TensorMap<double>& Judge::oracle() {
-  if (!oracle_)
-    oracle_ = run_layer(layer_, Form::sequential, oracle_arith_, inputs_, cfg_, 64, direction_).values;
+  if (!oracle_) {
+    SliceOptions split;  // every (sequence, head) its own run, on all cores
+    split.split = true;
+    oracle_ = run_layer_sliced(layer_, Form::sequential, oracle_arith_, inputs_, cfg_, 64, direction_, split).values;
+  }
   return *oracle_;
 }
 

@@ -8,6 +8,7 @@
 
 #include "oracles/error.hpp"
 #include "oracles/registry.hpp"
+#include "oracles/slices.hpp"
 
 namespace ttr {
 namespace {
@@ -177,6 +178,25 @@ std::vector<MutantInfo> build() {
         on(chunk, {kGka}), n,
         "bit-identical to the correct form unless some H_t is exactly 0 (β = 0 or k = 0 at every token since the "
         "start, no hkk0); also NaN under solver=exact (a singular solve); cg stops at pᵀAp = 0 and is unaffected");
+  }
+  // Varlen bugs (FLA #836, #837, PR #955), planted in the slicer (oracles/slices.hpp):
+  // they need a varlen batch (cu_seqlens) and are proven by tests/varlen/varlen_mutants_test.cpp.
+  {
+    MutantConditions n;
+    n.inputs = {"cu_seqlens"};
+    add(kVarlenStateLeaks, "varlen-state-leaks",
+        "state not reset at a sequence start: sequence n starts from sequence n-1's final state instead of its h0",
+        on(chunk, {kGatedLinear, kDelta, kGka}), n);
+    add(kVarlenChunkStraddles, "varlen-chunk-straddles",
+        "chunk indices of the packed row ignore sequence starts: a boundary inside a chunk is not seen and the "
+        "sequences either side run as one",
+        on(chunk, {kGatedLinear, kDelta, kGka, kKla}), n,
+        "invisible when every boundary lies on the chunk grid (cu_seqlens[n] a multiple of C)");
+    n.inputs = {"cu_seqlens", "h0"};
+    add(kVarlenDh0FromPrevious, "varlen-dh0-from-previous",
+        "backward: dh0 of sequence n written from sequence n-1's (an off-by-one sequence index in the state gradient)",
+        on(chunk, {kGatedLinear, kDelta}), n,
+        "backward direction only (run --backward, check --backward): the forward outputs are unchanged");
   }
   return c;
 }

@@ -1,5 +1,7 @@
 #include "gate/range.hpp"
 
+#include "oracles/slices.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -63,7 +65,11 @@ RangeNote trace_range(const LayerEntry& layer, const TensorMap<double>& inputs, 
   {
     const MutantScope correct(Mutant::none);
     const TraceScope trace(max_finite(f.op), max_finite(f.store), mca_format(f.op), mca_format(f.store));
-    run(inputs, cfg, opt);
+    // On this thread (the trace is thread-local); a varlen batch sequence by sequence.
+    SliceOptions serial;
+    serial.threads = 1;
+    serial.kernel_form = false;
+    run_sliced(direction_spec(layer.spec, ms.direction), run, inputs, cfg, opt, serial);
     first = mca_context().first_beyond;
   }
   if (!first.exceeded) return note;

@@ -6,6 +6,8 @@
 
 #include "oracles/error.hpp"
 #include "oracles/registry.hpp"
+#include "oracles/slices.hpp"
+#include "oracles/varlen.hpp"
 
 namespace ttr {
 
@@ -64,8 +66,23 @@ Direction parse_direction(const std::string& s) {
   throw InputError(fmt::format("unknown direction '{}' (forward|backward)", s));
 }
 
+// Declared in oracles/slices.hpp; here, beside run_layer, so that the slicer's
+// library needs nothing of the registry.
+LayerResult run_layer_sliced(const LayerEntry& layer, Form form, const Arith& arith, const TensorMap<double>& inputs,
+                             const Config& cfg, int chunk_size, Direction direction, SliceOptions so) {
+  FormOptions opt;
+  opt.bits = arith.bits;
+  opt.chunk_size = chunk_size;
+  so.kernel_form = form != Form::sequential;
+  return run_sliced(direction_spec(layer.spec, direction), layer.runner(form, arith.tier, direction), inputs, cfg, opt,
+                    so);
+}
+
 LayerResult run_layer(const LayerEntry& layer, Form form, const Arith& arith, const TensorMap<double>& inputs,
                       const Config& cfg, int chunk_size, Direction direction) {
+  // A varlen batch runs sequence by sequence (oracles/slices.hpp), as a kernel
+  // form restarts its chunks at each sequence start; anything else as it is.
+  if (inputs.count(kCuSeqlens)) return run_layer_sliced(layer, form, arith, inputs, cfg, chunk_size, direction, {});
   FormOptions opt;
   opt.bits = arith.bits;
   opt.chunk_size = chunk_size;

@@ -1,5 +1,7 @@
 #include "oracles/layer_specs.hpp"
 
+#include "oracles/varlen.hpp"
+
 namespace ttr {
 
 namespace layers {
@@ -11,7 +13,8 @@ std::vector<LayerSpec> layer_specs() {
   std::vector<LayerSpec> out;
 #define TTR_LAYER(layer, fam)                 \
   out.push_back(layers::spec_##layer()); \
-  out.back().family = #fam;
+  out.back().family = #fam;                   \
+  add_varlen_input(out.back());
 #include "oracles/layers/layers.def"
   return out;
 }

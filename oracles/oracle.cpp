@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "oracles/slices.hpp"
+#include "oracles/varlen.hpp"
+
 namespace ttr {
 
 std::map<std::string, std::string> base_metadata(const std::string& kind, const LayerSpec& spec,
@@ -17,7 +20,9 @@ std::map<std::string, std::string> base_metadata(const std::string& kind, const 
 io::TensorFile to_file(const TensorMap<double>& tensors, io::DType dtype, std::map<std::string, std::string> metadata) {
   io::TensorFile f;
   f.metadata = std::move(metadata);
-  for (const auto& [name, t] : tensors) f.tensors.emplace(name, io::from_f64(t.data, t.shape, dtype));
+  // cu_seqlens is always I64 (FLA's offsets), whatever the floating dtype of the rest.
+  for (const auto& [name, t] : tensors)
+    f.tensors.emplace(name, io::from_f64(t.data, t.shape, name == kCuSeqlens ? io::DType::I64 : dtype));
   return f;
 }
 
@@ -38,8 +43,12 @@ std::string inputs_digest(const TensorMap<double>& inputs) {
 
 io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, const Config& cfg,
                               const OracleOptions& opt, const std::map<std::string, std::string>& input_metadata) {
-  const LayerResult point =
-      run_layer(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size, opt.direction);
+  // Every (sequence, head) its own run, on all cores (oracles/slices.hpp):
+  // bit-identical to one run over the batch, whatever the thread count.
+  SliceOptions split;
+  split.split = true;
+  const LayerResult point = run_layer_sliced(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size,
+                                             opt.direction, split);
   const LayerSpec spec = direction_spec(layer.spec, opt.direction);
   auto meta = base_metadata("oracle", layer.spec, cfg);
   meta["form"] = form_name(opt.form);
@@ -61,8 +70,8 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   if (!nonfinite.empty()) meta["nonfinite_outputs"] = nonfinite;
   TensorMap<double> out = point.values;
   if (opt.certified) {
-    const LayerResult box =
-        run_layer(layer, opt.form, {Tier::mpfi, opt.bits}, in.tensors, cfg, opt.chunk_size, opt.direction);
+    const LayerResult box = run_layer_sliced(layer, opt.form, {Tier::mpfi, opt.bits}, in.tensors, cfg, opt.chunk_size,
+                                             opt.direction, split);
     for (const auto& [name, t] : point.values) {
       if (const TensorSpec* ts = spec.output(name); ts && !ts->certifiable) continue;
       const auto& lo = box.lower.at(name);

@@ -4,6 +4,7 @@
 
 #include "oracles/error.hpp"
 #include "oracles/tier_list.hpp"
+#include "oracles/varlen.hpp"
 
 namespace ttr {
 
@@ -39,9 +40,13 @@ std::deque<LayerEntry>& table() {
         if (e.spec.name == name) return e;
       throw std::logic_error(fmt::format("layers.def: '{}' used before its TTR_LAYER line", name));
     };
+// Every layer takes varlen batches (cu_seqlens, oracles/varlen.hpp) through the
+// one generic slicer (oracles/slices.hpp), so the input is added here, once,
+// rather than in each spec.
 #define TTR_LAYER(layer, fam)            \
   out.push_back({layers::spec_##layer(), {}, {}}); \
-  out.back().spec.family = #fam;
+  out.back().spec.family = #fam;         \
+  add_varlen_input(out.back().spec);
 #define TTR_FORM(layer, form, direction)                                                                     \
   entry(#layer).forms.push_back(                                                                             \
       {Form::form, Direction::direction, TTR_TIER_RUNNERS(runners::layer##__##form##__##direction)});
@@ -61,6 +66,7 @@ const std::deque<LayerEntry>& registry() { return table(); }
 const LayerEntry& register_layer(LayerEntry entry) {
   for (const LayerEntry& e : table())
     if (e.spec.name == entry.spec.name) throw InputError(fmt::format("layer '{}' is already registered", e.spec.name));
+  add_varlen_input(entry.spec);  // as for the declared layers
   table().push_back(std::move(entry));
   return table().back();
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "oracles/error.hpp"
+#include "oracles/varlen.hpp"
 
 namespace ttr {
 namespace {
@@ -44,7 +45,19 @@ LayerInputs validate_inputs(const LayerSpec& spec, const io::TensorFile& file, c
                                    names_of(spec.inputs)));
   LayerInputs out;
   std::map<std::string, std::string> bound_by;  // dim -> tensor that fixed it
+  // Varlen (oracles/varlen.hpp): the offsets first, so that every per-sequence
+  // tensor is checked against N = len(cu_seqlens) - 1 instead of B.
+  std::vector<std::int64_t> cu;
+  if (const auto c = file.tensors.find(kCuSeqlens); c != file.tensors.end() && spec.input(kCuSeqlens)) {
+    cu = read_cu_seqlens(c->second, source);
+    Tensor<double> t;
+    t.shape = {static_cast<std::int64_t>(cu.size())};
+    for (std::int64_t x : cu) t.data.push_back(static_cast<double>(x));
+    out.tensors.emplace(kCuSeqlens, std::move(t));
+  }
+  const std::int64_t sequences = cu.empty() ? 0 : static_cast<std::int64_t>(cu.size()) - 1;
   for (const auto& ts : spec.inputs) {
+    if (ts.name == kCuSeqlens) continue;  // read above
     const auto it = file.tensors.find(ts.name);
     if (it == file.tensors.end()) {
       if (ts.required)
@@ -54,13 +67,19 @@ LayerInputs validate_inputs(const LayerSpec& spec, const io::TensorFile& file, c
     }
     const io::RawTensor& raw = it->second;
     const std::string what = fmt::format("{}: tensor '{}'", source, ts.name);
+    // With cu_seqlens, a per-sequence tensor's leading dimension is N, not B.
+    const bool per_sequence = !cu.empty() && axis_kind(ts) == AxisKind::per_sequence;
+    if (per_sequence && !raw.shape.empty() && raw.shape[0] != sequences)
+      throw InputError(fmt::format("{} has shape {}; with cu_seqlens of {} sequence(s) its leading dimension must be "
+                                   "N = {} ({} with B -> N)",
+                                   what, shape_str(raw.shape), sequences, sequences, dims_str(ts.dims)));
     if (!io::is_floating(raw.dtype))
       throw InputError(fmt::format("{} has dtype {}; expected a floating dtype (F64, F32, BF16, F16)", what,
                                    io::dtype_name(raw.dtype)));
     if (raw.shape.size() != ts.dims.size())
       throw InputError(fmt::format("{} has shape {}; expected rank {} {}", what, shape_str(raw.shape),
                                    ts.dims.size(), dims_str(ts.dims)));
-    for (std::size_t d = 0; d < ts.dims.size(); ++d) {
+    for (std::size_t d = per_sequence ? 1 : 0; d < ts.dims.size(); ++d) {
       const std::string& sym = ts.dims[d];
       const std::int64_t n = raw.shape[d];
       const std::int64_t min_size = sym == "T" ? 0 : 1;  // empty sequences are legal; empty heads are not
@@ -98,6 +117,17 @@ LayerInputs validate_inputs(const LayerSpec& spec, const io::TensorFile& file, c
                                            index_str((blk * n + i) * n + j, t.shape)));
     }
     out.tensors.emplace(ts.name, std::move(t));
+  }
+  if (!cu.empty()) {
+    const auto B = out.dims.find("B"), T = out.dims.find("T");
+    if (B != out.dims.end() && B->second != 1)
+      throw InputError(fmt::format("{}: tensor '{}' has B = {}; with cu_seqlens the sequences are packed into one "
+                                   "batch row (B = 1)",
+                                   source, bound_by["B"], B->second));
+    if (T != out.dims.end() && cu.back() != T->second)
+      throw InputError(fmt::format("{}: tensor '{}': last element [{}] = {} must equal T = {} (from tensor '{}')", source,
+                                   kCuSeqlens, cu.size() - 1, cu.back(), T->second, bound_by["T"]));
+    out.dims["N+1"] = static_cast<std::int64_t>(cu.size());
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "oracles/error.hpp"
+#include "oracles/varlen.hpp"
 #include "reference/core/float16.hpp"
 
 namespace ttr {
@@ -199,10 +200,49 @@ void add_layer_stress(const LayerSpec& spec, std::vector<VectorCase>& cs) {
   }
 }
 
+// A varlen case: B = 1, T = the last offset, the initial states drawn (h0 is
+// then [N, H, K, V]).
+VectorCase varlen_case(const char* name, const char* doc, std::vector<std::int64_t> cu, std::int64_t H,
+                       std::int64_t K) {
+  Regime r;
+  r.optional_inputs = true;
+  r.cu_seqlens = std::move(cu);
+  return {name, doc, dims(1, r.cu_seqlens.back(), H, K, K), r, {}};
+}
+
+// The boundaries where varlen kernels break (FLA #836, #837, PR #955).
+void varlen_cases(std::vector<VectorCase>& cs) {
+  cs.push_back(varlen_case("fla_boundaries", "FLA's test boundaries [0, 15, 100, 300, 1200, 2000], H=2 K=V=16",
+                           {0, 15, 100, 300, 1200, 2000}, 2, 16));
+  cs.push_back(varlen_case("single_tokens", "five one-token sequences, then one of 20 tokens",
+                           {0, 1, 2, 3, 4, 5, 25}, 2, 8));
+  cs.push_back(varlen_case("chunk_edges", "a boundary exactly at the chunk edge 64, one at 65 (one past), one at 192 "
+                           "(3 chunks), T = 200 (not a multiple of 64)",
+                           {0, 64, 65, 192, 200}, 2, 16));
+  cs.push_back(varlen_case("empty_sequences", "empty sequences first, between two others and last: ht = h0 there",
+                           {0, 0, 10, 10, 10, 40, 40}, 2, 8));
+}
+
+// Production shapes, for the CUDA kernels and outside candidates (`check`):
+// generation only in tests (an MPFR oracle takes hours at these sizes).
+void production_cases(std::vector<VectorCase>& cs) {
+  cs.push_back({"batch4_t4096", "B=4 T=4096 H=8 K=V=128 (a training step's shape)", dims(4, 4096, 8, 128, 128), {}, {}});
+  cs.push_back({"long_t16384", "B=1 T=16384 H=8 K=V=128 (FLA PR #769's illegal access shape)",
+                dims(1, 16384, 8, 128, 128), {}, {}});
+  // 16 sequences totalling 32768 tokens: lengths over two decades, boundaries
+  // on and off the 64-token chunk grid, one single-token sequence.
+  const std::vector<std::int64_t> lengths = {4096, 1, 63, 64, 65, 1000, 2048, 3000,
+                                             5000, 129, 7, 2500, 4000, 1920, 4600, 4275};
+  std::vector<std::int64_t> cu = {0};
+  for (std::int64_t l : lengths) cu.push_back(cu.back() + l);
+  cs.push_back(varlen_case("varlen_16x_32k", "16 sequences, 32768 tokens in all, H=8 K=V=128", cu, 8, 128));
+}
+
 }  // namespace
 
 const std::vector<std::string>& suite_names() {
-  static const std::vector<std::string> n = {"tiny", "demo", "standard", "stress"};
+  static const std::vector<std::string> n = {"tiny",   "demo",       "standard",      "stress",
+                                             "varlen", "production", "int32_overflow"};
   return n;
 }
 
@@ -243,8 +283,20 @@ std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& su
                   {}});
     cs.push_back({"chunk_boundary", "T = 65, one past a chunk of 64", dims(1, 65, 1, 8, 8), {}, {}});
     add_layer_stress(spec, cs);
+  } else if (suite == "varlen") {
+    varlen_cases(cs);
+  } else if (suite == "production") {
+    production_cases(cs);
+  } else if (suite == "int32_overflow") {
+    // B·T·H·K = 4·65600·64·128 = 2 149 580 800 > 2^31 = 2 147 483 648: an int32
+    // element offset into q overflows (FLA #1080). Inputs only (an oracle would
+    // take days); about 17 GB per [B,T,H,K] tensor in memory as float64 and
+    // 8.6 GB per tensor on disk as F32 (docs/varlen.md, "Production shapes").
+    cs.push_back({"offsets_past_int32", "B=4 T=65600 H=64 K=V=128: B·T·H·K > 2^31 (int32 offsets overflow)",
+                  dims(4, 65600, 64, 128, 128), {}, {}});
   } else {
-    throw InputError(fmt::format("unknown suite '{}' (tiny|demo|standard|stress)", suite));
+    throw InputError(
+        fmt::format("unknown suite '{}' (tiny|demo|standard|stress|varlen|production|int32_overflow)", suite));
   }
   for (auto& c : cs)
     for (const auto& key : spec.config)
@@ -258,9 +310,20 @@ std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& su
 
 TensorMap<double> generate_inputs(const LayerSpec& spec, const VectorCase& c, std::uint64_t seed) {
   TensorMap<double> out;
+  const std::vector<std::int64_t>& cu = c.regime.cu_seqlens;
   for (const auto& ts : spec.inputs) {
+    if (ts.name == kCuSeqlens) {  // set from the case, never drawn
+      if (cu.empty()) continue;
+      Tensor<double> t({static_cast<std::int64_t>(cu.size())}, 0.0);
+      for (std::size_t i = 0; i < cu.size(); ++i) t.data[i] = static_cast<double>(cu[i]);
+      out.emplace(ts.name, std::move(t));
+      continue;
+    }
     if (!ts.required && !c.regime.optional_inputs) continue;
-    Tensor<double> t(shape_of(ts, c.dims), 0.0);
+    Dims dims = c.dims;
+    if (!cu.empty() && axis_kind(ts) == AxisKind::per_sequence)  // one row per packed sequence
+      dims["B"] = static_cast<std::int64_t>(cu.size()) - 1;
+    Tensor<double> t(shape_of(ts, dims), 0.0);
     // One stream per tensor: adding a tensor to a spec leaves the others unchanged.
     Rng rng(seed ^ fnv1a(spec.name + "/" + c.name + "/" + ts.name));
     draw(ts, c.regime, rng, t);

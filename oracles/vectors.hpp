@@ -29,6 +29,10 @@ struct Regime {
   double fixed_transition = 0.0;
   bool zero_noise = false;
   double precision_log10_hi = 0.0;
+  // Varlen (docs/varlen.md): when not empty, the case packs these sequences into
+  // one batch row (dims B = 1, T = cu_seqlens.back()); cu_seqlens is written as
+  // I64 and every per-sequence tensor (h0, dht, ...) gets N = size - 1 rows.
+  std::vector<std::int64_t> cu_seqlens = {};
 };
 
 struct VectorCase {
@@ -39,7 +43,9 @@ struct VectorCase {
   std::vector<std::pair<std::string, std::string>> config;  // extra --set pairs
 };
 
-const std::vector<std::string>& suite_names();  // tiny, demo, standard, stress
+// tiny, demo, standard, stress, varlen, production (generation: inputs only
+// where an oracle would take hours), int32_overflow (on demand: B·T·H·K > 2^31).
+const std::vector<std::string>& suite_names();
 // InputError for an unknown suite.
 std::vector<VectorCase> suite_cases(const LayerSpec& spec, const std::string& suite);
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "oracles/error.hpp"
+#include "oracles/slices.hpp"
 
 namespace ttr::study {
 
@@ -87,7 +88,13 @@ Result run_study(const Study& s, const Options& opt) {
   std::size_t done = 0;
   std::mutex mu;
   std::exception_ptr failure;
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned n = std::min<std::size_t>(opt.threads > 0 ? static_cast<unsigned>(opt.threads) : hw,
+                                           std::max<std::size_t>(1, plan.cases.size()));
   auto worker = [&] {
+    // The cases already fill the cores: their oracles and models run on the
+    // worker's thread alone (oracles/slices.hpp), not a nested team per case.
+    const SliceThreadsScope inner(n > 1 ? 1 : 0);
     for (std::size_t i; (i = next++) < plan.cases.size();) {
       try {
         out[i] = plan.cases[i].run(case_seed(opt.seed, plan.cases[i].id));
@@ -102,9 +109,6 @@ Result run_study(const Study& s, const Options& opt) {
       if (opt.progress) opt.progress(done, plan.cases.size(), plan.cases[i].id);
     }
   };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned n = std::min<std::size_t>(opt.threads > 0 ? static_cast<unsigned>(opt.threads) : hw,
-                                           std::max<std::size_t>(1, plan.cases.size()));
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
   worker();

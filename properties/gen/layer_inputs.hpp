@@ -21,6 +21,7 @@
 #include "oracles/registry.hpp"
 #include "oracles/spec.hpp"
 #include "oracles/validate.hpp"
+#include "oracles/varlen.hpp"
 #include "properties/gen/keys.hpp"
 #include "properties/gen/scalars.hpp"
 #include "properties/gen/shapes.hpp"
@@ -144,6 +145,7 @@ inline rc::Gen<LayerCase> layer_case(const std::string& layer, InputOptions opt 
                        V = *uniform_int(1, opt.max_V);
     c.dims = {{"B", B}, {"T", tc.T}, {"H", H}, {"K", K}, {"V", V}, {"N", K}, {"D", V}};
     for (const TensorSpec& ts : spec.inputs) {
+      if (ts.name == kCuSeqlens) continue;  // fixed-length cases here (varlen: tests/varlen)
       if (!ts.required && (!opt.optional_inputs || !*choose<bool>({{1, false}, {1, true}}))) continue;
       Tensor<double> t(shape_of(ts, c.dims), 0.0);
       if (ts.role == Role::key) {  // [B, T, H, K]: one block of T keys per (b, h)
