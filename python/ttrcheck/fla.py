@@ -31,6 +31,7 @@ class Adapter:
     fixed: Mapping[str, Any] = field(default_factory=dict)     # keywords always passed
     outputs: Tuple[str, ...] = ("o", "ht")   # its results in order, by our names
     note: str = ""
+    backward_form: Optional[str] = None      # the backward's model form where it differs (None: `form`)
 
     def call(self, fn: Callable, tensors: Mapping[str, Any], config: Mapping[str, Any]) -> Dict[str, Any]:
         kwargs = {self.tensors.get(n, n): t for n, t in tensors.items()}

@@ -220,7 +220,8 @@ def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: 
                 bwd_inputs = {n: (seen[n] if rounded else source[n]) for n in list(inputs) + used}
                 stored = not rounded and not extra and set(used) == set(cots)
                 bwd_oracle = case.backward_oracle if stored else _oracle(layer, bwd_inputs, cfg_text, True)
-                brep = api.check(layer, bwd_inputs, grads, dtype=dtype, config=cfg_text, form=form,
+                brep = api.check(layer, bwd_inputs, grads, dtype=dtype, config=cfg_text,
+                                 form=adapter.backward_form or form,
                                  chunk_size=chunk_size, backward=True, oracle=bwd_oracle,
                                  name=f"{suite}.{case.name}")
                 reports.append(brep)
