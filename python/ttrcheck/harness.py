@@ -106,7 +106,8 @@ class NumpyBackend(Backend):
         if cotangents is None:
             return adapter.call(fn, inputs, config), {}
         pair = fn(**{adapter.tensors.get(n, n): t for n, t in inputs.items()},
-                  **{adapter.config.get(k, k): v for k, v in config.items()}, **adapter.fixed)
+                  **{adapter.config.get(k, k): v for k, v in config.items() if adapter.config.get(k, k)},
+                  **adapter.fixed)
         if not (isinstance(pair, tuple) and len(pair) == 2 and callable(pair[1])):
             raise InputError("fn: with backward=True a NumPy function returns (outputs, vjp)")
         outs, vjp = pair
