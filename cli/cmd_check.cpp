@@ -3,6 +3,7 @@
 // file is validated before the oracle is computed, and reports are written only
 // once everything succeeded (docs/reports.md).
 // The validation and judging are gate/check_request.cpp's, shared with the Python API.
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -15,10 +16,10 @@ namespace ttr::cli {
 
 Command add_check(CLI::App& app) {
   struct Opts {
-    std::string layer, in, candidate, dtype, oracle, report, junit, form;
+    std::string layer, in, candidate, dtype, policy, oracle, report, junit, form;
     int chunk_size = 64, samples = ModelSpec{}.samples;
     std::uint64_t seed = 0;
-    bool backward = false, strict_range = false;
+    bool backward = false, strict_range = false, explain = false;
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Opts>();
@@ -27,6 +28,13 @@ Command add_check(CLI::App& app) {
   cmd->add_option("--in", o->in, "inputs (safetensors)")->required();
   cmd->add_option("--candidate", o->candidate, "the outputs under test (safetensors, any floating dtype)")->required();
   cmd->add_option("--dtype", o->dtype, "the kernel's dtype bf16|fp16|fp32|fp64 (default: the candidate's 'o' dtype)");
+  cmd->add_option("--policy", o->policy,
+                  "a foreign kernel's arithmetic, sets the dtype: fp32|tf32|fp16|bf16-storage|bf16|fp64 "
+                  "(tf32: fp32 kernel with TF32 matrix products; bf16-storage: fp32 kernel storing states and "
+                  "operands in bf16; docs/arithmetic-policies.md)");
+  cmd->add_flag("--explain-policy", o->explain,
+                "also judge under every policy, smallest modelled error first, and name the first the candidate "
+                "passes (the smallest arithmetic that explains its error)");
   cmd->add_option("--oracle", o->oracle, "a stored oracle (`ttrcheck oracle`) instead of computing it");
   cmd->add_option("--report", o->report, "write the JSON report here");
   cmd->add_option("--junit", o->junit, "write JUnit XML here");
@@ -55,6 +63,7 @@ Command add_check(CLI::App& app) {
       req.oracle_source = o->oracle;
     }
     req.dtype = o->dtype;
+    req.policy = o->policy;
     req.form = o->form;
     req.chunk_size = o->chunk_size;
     req.samples = o->samples;
@@ -75,6 +84,19 @@ Command add_check(CLI::App& app) {
       }
     }
     print_table(stdout, checks);
+    if (o->explain) {
+      // The report and exit code stay the check's (--dtype/--policy); the explanation is printed.
+      const PolicyExplanation e = explain_policy(req);
+      std::printf("\nwhich arithmetic explains the error (smallest first):\n");
+      for (const auto& [id, r] : e.checks) {
+        double worst = 0.0;
+        for (const TensorVerdict& t : r.tensors) worst = std::max(worst, t.present ? t.max_ratio : 0.0);
+        std::printf("  %-13s max ratio %-10.3g %s\n", policy_name(r.dtype, r.policy).c_str(), worst,
+                    r.pass ? "pass" : "FAIL");
+      }
+      std::printf("%s\n", e.best.empty() ? "explained by none of these policies"
+                                          : ("explained by " + e.best + " (the smallest policy it passes)").c_str());
+    }
     return result.pass ? 0 : 1;
   };
 }

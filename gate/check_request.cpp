@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -159,40 +160,83 @@ TensorMap<double> load_oracle(const io::TensorFile& f, const std::string& path, 
 
 }  // namespace
 
-NamedCheck run_check(const CheckRequest& req) {
-  const Direction dir = req.backward ? Direction::backward : Direction::forward;
-  const LoadedInputs in = load_inputs(req.layer, req.inputs, req.inputs_source, req.sets, dir);
-  const LayerSpec spec = direction_spec(in.layer->spec, dir);
+namespace {
+
+// A validated request: inputs, candidate, the model's spec and the judge (which
+// keeps a reference to the inputs, hence one heap object that never moves).
+struct Prepared {
+  LoadedInputs in;
+  TensorMap<double> candidate;
   ModelSpec ms;
+  std::string case_label;  // the id's last part
+  std::optional<Judge> judge;
+};
+
+std::unique_ptr<Prepared> prepare(const CheckRequest& req) {
+  const Direction dir = req.backward ? Direction::backward : Direction::forward;
+  std::unique_ptr<Prepared> p(
+      new Prepared{load_inputs(req.layer, req.inputs, req.inputs_source, req.sets, dir), {}, {}, {}, std::nullopt});
+  const LoadedInputs& in = p->in;
+  const LayerSpec spec = direction_spec(in.layer->spec, dir);
+  ModelSpec& ms = p->ms;
   ms.direction = dir;
   ms.form = req.form.empty() ? (in.layer->has_form(Form::chunk, dir) ? Form::chunk : Form::sequential)
                             : parse_form(req.form);
   if (!in.layer->has_form(ms.form, dir))
     throw InputError(fmt::format("--form: layer '{}' has no {} {} form", spec.name, form_name(ms.form),
                                  direction_name(dir)));
+  // --policy names the arithmetic and with it the dtype (gate/policies.hpp); with
+  // --dtype too, the two must agree.
+  std::optional<PolicyChoice> policy;
+  if (!req.policy.empty()) policy = parse_policy(req.policy);
+  if (policy && !req.dtype.empty() && parse_kernel_dtype(req.dtype) != policy->dtype)
+    throw InputError(fmt::format("--policy {} is a {} kernel's arithmetic; --dtype says {}", req.policy,
+                                 tier_name(policy->dtype), req.dtype));
   const auto shapes = output_shapes(spec, in.inputs.dims);
   const std::vector<std::string> expected = expected_outputs(in.layer->spec, spec, in, dir);
   const std::vector<std::string> required = dir == Direction::forward ? std::vector<std::string>{"o"} : expected;
   io::DType storage = io::DType::F32;
-  const TensorMap<double> candidate =
-      load_candidate(req.candidate, req.candidate_source, spec, shapes, required, storage);
-  ms.dtype = req.dtype.empty() ? tier_of_storage(storage) : parse_kernel_dtype(req.dtype);
+  p->candidate = load_candidate(req.candidate, req.candidate_source, spec, shapes, required, storage);
+  ms.dtype = policy ? policy->dtype : req.dtype.empty() ? tier_of_storage(storage) : parse_kernel_dtype(req.dtype);
+  ms.policy = policy ? policy->policy : Policy::native;
   ms.chunk_size = req.chunk_size;
   ms.samples = req.samples;
   ms.seed = req.seed;
   // The oracle: a stored one, or the sequential definition in MPFR-256 (the call
   // `ttrcheck oracle` makes, so a stored default oracle gives identical numbers).
-  std::optional<Judge> judge;
   if (!req.oracle)
-    judge.emplace(*in.layer, in.inputs.tensors, in.config, Arith{Tier::mpfr, kOracleBits}, dir);
+    p->judge.emplace(*in.layer, in.inputs.tensors, in.config, Arith{Tier::mpfr, kOracleBits}, dir);
   else
-    judge.emplace(*in.layer, in.inputs.tensors, in.config,
-                  load_oracle(*req.oracle, req.oracle_source, spec, in.config, shapes, in, req.inputs_source, expected, dir), dir);
-  judge->set_strict_range(req.strict_range);
-  const CheckResult result = (*judge)(candidate, ms);
-  const std::string name = req.case_name.empty() ? case_name(in, req.inputs_source) : req.case_name;
-  const std::string id = check_id(result, name) + (req.backward ? "/backward" : "");
-  return {id, result};
+    p->judge.emplace(*in.layer, in.inputs.tensors, in.config,
+                     load_oracle(*req.oracle, req.oracle_source, spec, in.config, shapes, in, req.inputs_source,
+                                 expected, dir),
+                     dir);
+  p->judge->set_strict_range(req.strict_range);
+  p->case_label = req.case_name.empty() ? case_name(in, req.inputs_source) : req.case_name;
+  return p;
+}
+
+}  // namespace
+
+NamedCheck run_check(const CheckRequest& req) {
+  const auto p = prepare(req);
+  const CheckResult result = (*p->judge)(p->candidate, p->ms);
+  return {check_id(result, p->case_label) + (req.backward ? "/backward" : ""), result};
+}
+
+PolicyExplanation explain_policy(const CheckRequest& req) {
+  const auto p = prepare(req);
+  PolicyExplanation e;
+  for (const std::string& name : explain_order()) {
+    const PolicyChoice c = parse_policy(name);
+    ModelSpec ms = p->ms;
+    ms.dtype = c.dtype;
+    ms.policy = c.policy;
+    const CheckResult r = (*p->judge)(p->candidate, ms);
+    e.checks.push_back({check_id(r, p->case_label) + (req.backward ? "/backward" : ""), r});
+    if (r.pass && e.best.empty()) e.best = name;
+  }
+  return e;
 }
 
 }  // namespace ttr

@@ -25,6 +25,7 @@ struct CheckRequest {
   std::optional<io::TensorFile> oracle;        // a stored oracle (`check --oracle`); else MPFR-256
   std::string oracle_source = "oracle";
   std::string dtype;                           // bf16|fp16|fp32|fp64; "" = the candidate's `o` storage dtype
+  std::string policy;                          // fp32|tf32|fp16|bf16-storage|bf16|fp64 (gate/policies.hpp); "" = dtype's
   std::string form;                            // chunk|scan|sequential; "" = chunk if the layer has it
   int chunk_size = 64;
   int samples = ModelSpec{}.samples;
@@ -41,5 +42,15 @@ struct CheckRequest {
 // computes the oracle (unless given) and the model and judges. The id is
 // "<layer>/<form>/<dtype>/<case>" plus "/backward" for the backward direction.
 NamedCheck run_check(const CheckRequest& req);
+
+// `check --explain-policy`: the candidate judged under every policy of
+// explain_order() (gate/policies.hpp; req.dtype and req.policy ignored), one
+// oracle for all; `best` is the first it passes — the smallest arithmetic that
+// explains its error — or "" when none does.
+struct PolicyExplanation {
+  std::vector<NamedCheck> checks;  // in explain_order()
+  std::string best;
+};
+PolicyExplanation explain_policy(const CheckRequest& req);
 
 }  // namespace ttr

@@ -40,7 +40,13 @@ McaFormat format_of(Tier dtype) {
     default: return McaFormat::any;
   }
 }
-Rounding rounding_of(Form form, Tier dtype) {
+Rounding rounding_of(Form form, Tier dtype, Policy policy) {
+  // A foreign fp32 kernel's narrowed values (gate/policies.hpp): matrix operands in
+  // TF32, or states and operands stored in bf16; compute in fp32 in every form (a
+  // sequential form narrows nothing, so there the policy is fp32's).
+  if (policy == Policy::tf32) return {unit_roundoff(Tier::fp32), McaFormat::fp32, std::ldexp(1.0, -11), McaFormat::tf32};
+  if (policy == Policy::bf16_storage)
+    return {unit_roundoff(Tier::fp32), McaFormat::fp32, unit_roundoff(Tier::bf16), McaFormat::bf16};
   const double u = unit_roundoff(dtype);
   if (form == Form::sequential) return {u, format_of(dtype), 0.0, McaFormat::any};
   const bool narrow16 = dtype == Tier::bf16 || dtype == Tier::fp16;
@@ -97,7 +103,10 @@ ErrorModel model_errors(const LayerEntry& layer, const TensorMap<double>& inputs
   m.u = unit_roundoff(spec.dtype);
   const LayerRunner run = layer.runner(spec.form, Tier::mca, spec.direction);
   const LayerSpec outputs = direction_spec(layer.spec, spec.direction);
-  const Rounding r = rounding_of(spec.form, spec.dtype);
+  if (spec.policy != Policy::native && spec.dtype != Tier::fp32)
+    throw InputError(fmt::format("policy '{}' is for fp32 kernels, not {}", policy_name(Tier::fp32, spec.policy),
+                                 tier_name(spec.dtype)));
+  const Rounding r = rounding_of(spec.form, spec.dtype, spec.policy);
   const double top = max_finite(spec.dtype);
   FormOptions opt;
   opt.chunk_size = spec.chunk_size;
@@ -226,6 +235,7 @@ CheckResult compare(const LayerSpec& spec, const TensorMap<double>& oracle, cons
   CheckResult r;
   r.layer = spec.name;
   r.dtype = model.spec.dtype;
+  r.policy = model.spec.policy;
   r.model_form = model.spec.form;
   r.chunk_size = model.spec.chunk_size;
   for (const TensorSpec& out : spec.outputs) {

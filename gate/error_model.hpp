@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "gate/policies.hpp"
 #include "oracles/arith.hpp"
 #include "oracles/config.hpp"
 #include "oracles/registry.hpp"
@@ -40,6 +41,7 @@ struct ModelSpec {
   Form form = Form::chunk;   // the algorithm whose rounding the model propagates
   Direction direction = Direction::forward;
   Tier dtype = Tier::bf16;   // the kernel's dtype: bf16 | fp16 | fp32 | fp64
+  Policy policy = Policy::native;  // a foreign kernel's arithmetic (gate/policies.hpp): fp32 dtype only
   int chunk_size = 64;
   int samples = 8;           // Monte Carlo arithmetic runs
   std::uint64_t seed = 0;    // of the perturbations: the same seed, the same model
@@ -111,6 +113,7 @@ struct RangeNote {
 struct CheckResult {
   std::string layer;
   Tier dtype = Tier::bf16;
+  Policy policy = Policy::native;
   Form model_form = Form::chunk;
   int chunk_size = 64;
   double threshold = kRatioThreshold;

@@ -30,8 +30,8 @@ const TensorMap<double>& Judge::oracle() {
 }
 
 const ErrorModel& Judge::single(const ModelSpec& ms, Form form) {
-  const auto key = std::make_tuple(static_cast<int>(form), static_cast<int>(ms.dtype), ms.chunk_size, ms.samples,
-                                   ms.seed, static_cast<int>(ms.direction));
+  const auto key = std::make_tuple(static_cast<int>(form), static_cast<int>(ms.dtype) * 8 + static_cast<int>(ms.policy),
+                                   ms.chunk_size, ms.samples, ms.seed, static_cast<int>(ms.direction));
   auto it = singles_.find(key);
   if (it == singles_.end()) {
     ModelSpec one = ms;
@@ -53,8 +53,8 @@ void add_in_quadrature(ErrorModel& into, const ErrorModel& add) {
 }
 
 std::string key_of(const ModelSpec& ms) {
-  std::string k = fmt::format("{}/{}/{}/{}/{}", static_cast<int>(ms.form), static_cast<int>(ms.dtype), ms.chunk_size,
-                              ms.samples, ms.seed);
+  std::string k = fmt::format("{}/{}.{}/{}/{}/{}", static_cast<int>(ms.form), static_cast<int>(ms.dtype),
+                              static_cast<int>(ms.policy), ms.chunk_size, ms.samples, ms.seed);
   for (Form f : ms.also) k += fmt::format("+{}", static_cast<int>(f));
   return k;
 }

@@ -107,7 +107,7 @@ std::optional<double> common_threshold(const std::vector<NamedCheck>& checks) {
 }  // namespace
 
 std::string check_id(const CheckResult& r, const std::string& case_name) {
-  return fmt::format("{}/{}/{}/{}", r.layer, form_name(r.model_form), tier_name(r.dtype), case_name);
+  return fmt::format("{}/{}/{}/{}", r.layer, form_name(r.model_form), policy_name(r.dtype, r.policy), case_name);
 }
 
 json json_number(double x) {
@@ -146,7 +146,7 @@ json check_json(const std::string& id, const CheckResult& r) {
                        {"first_nonfinite", t.nonfinite_failures > 0 ? location_json(t.first_nonfinite) : json(nullptr)},
                        {"pass", t.pass}});
   }
-  return {{"id", id},
+  json doc = {{"id", id},
           {"layer", r.layer},
           {"dtype", tier_name(r.dtype)},
           {"model_form", form_name(r.model_form)},
@@ -156,6 +156,10 @@ json check_json(const std::string& id, const CheckResult& r) {
           {"verdict", verdict_name(r)},
           {"range", r.range.beyond ? range_json(r.range, r.range_excused) : json(nullptr)},
           {"tensors", std::move(tensors)}};
+  // A foreign kernel's policy (gate/policies.hpp); absent for the dtype's own, so
+  // reports of native checks are unchanged.
+  if (r.policy != Policy::native) doc["policy"] = policy_name(r.dtype, r.policy);
+  return doc;
 }
 
 json report_json(const std::string& kind, const std::vector<NamedCheck>& checks) {

@@ -64,13 +64,12 @@ FileOut oracle(const std::string& layer, const Tensors& tensors, const Metadata&
   return file_out(out);
 }
 
-// The report as the CLI writes it (`check --report`) and the table it prints.
-std::pair<std::string, std::string> check(const std::string& layer, const Tensors& inputs, const Metadata& in_meta,
-                                          const Tensors& candidate, const std::optional<Tensors>& oracle_tensors,
-                                          const Metadata& oracle_meta, const std::string& dtype,
-                                          const std::string& form, int chunk_size, int samples, std::uint64_t seed,
-                                          bool backward, bool strict_range, const std::vector<std::string>& sets,
-                                          const std::string& case_name) {
+// The request both check() and explain_policy() judge.
+CheckRequest check_request(const std::string& layer, const Tensors& inputs, const Metadata& in_meta,
+                           const Tensors& candidate, const std::optional<Tensors>& oracle_tensors,
+                           const Metadata& oracle_meta, const std::string& dtype, const std::string& policy,
+                           const std::string& form, int chunk_size, int samples, std::uint64_t seed, bool backward,
+                           bool strict_range, const std::vector<std::string>& sets, const std::string& case_name) {
   find_layer(layer);
   CheckRequest req;
   req.layer = layer;
@@ -78,6 +77,7 @@ std::pair<std::string, std::string> check(const std::string& layer, const Tensor
   req.candidate = to_file(candidate, {}, "candidate");
   if (oracle_tensors) req.oracle = to_file(*oracle_tensors, oracle_meta, "oracle");
   req.dtype = dtype;
+  req.policy = policy;
   req.form = form;
   req.chunk_size = chunk_size;
   req.samples = samples;
@@ -86,21 +86,48 @@ std::pair<std::string, std::string> check(const std::string& layer, const Tensor
   req.strict_range = strict_range;
   req.sets = sets;
   req.case_name = case_name;
-  std::string report, table;
-  {
-    nb::gil_scoped_release release;
-    const std::vector<NamedCheck> checks = {run_check(req)};
-    report = dump_json(report_json("check", checks));
-    char* buf = nullptr;
-    std::size_t size = 0;
-    std::FILE* mem = open_memstream(&buf, &size);
-    if (!mem) throw std::runtime_error("open_memstream failed");
-    print_table(mem, checks);
-    std::fclose(mem);
-    table.assign(buf, size);
-    std::free(buf);
-  }
+  return req;
+}
+
+// The report as the CLI writes it (`check --report`) and the table it prints.
+std::pair<std::string, std::string> report_and_table(const std::vector<NamedCheck>& checks) {
+  std::string report = dump_json(report_json("check", checks)), table;
+  char* buf = nullptr;
+  std::size_t size = 0;
+  std::FILE* mem = open_memstream(&buf, &size);
+  if (!mem) throw std::runtime_error("open_memstream failed");
+  print_table(mem, checks);
+  std::fclose(mem);
+  table.assign(buf, size);
+  std::free(buf);
   return {report, table};
+}
+
+std::pair<std::string, std::string> check(const std::string& layer, const Tensors& inputs, const Metadata& in_meta,
+                                          const Tensors& candidate, const std::optional<Tensors>& oracle_tensors,
+                                          const Metadata& oracle_meta, const std::string& dtype,
+                                          const std::string& policy, const std::string& form, int chunk_size,
+                                          int samples, std::uint64_t seed, bool backward, bool strict_range,
+                                          const std::vector<std::string>& sets, const std::string& case_name) {
+  const CheckRequest req = check_request(layer, inputs, in_meta, candidate, oracle_tensors, oracle_meta, dtype, policy,
+                                         form, chunk_size, samples, seed, backward, strict_range, sets, case_name);
+  nb::gil_scoped_release release;
+  return report_and_table({run_check(req)});
+}
+
+// `check --explain-policy`: (report, table) per policy of explain_order(), and the best.
+std::pair<std::vector<std::pair<std::string, std::string>>, std::string> explain_policy(
+    const std::string& layer, const Tensors& inputs, const Metadata& in_meta, const Tensors& candidate,
+    const std::optional<Tensors>& oracle_tensors, const Metadata& oracle_meta, const std::string& form,
+    int chunk_size, int samples, std::uint64_t seed, bool backward, bool strict_range,
+    const std::vector<std::string>& sets, const std::string& case_name) {
+  const CheckRequest req = check_request(layer, inputs, in_meta, candidate, oracle_tensors, oracle_meta, "", "", form,
+                                         chunk_size, samples, seed, backward, strict_range, sets, case_name);
+  nb::gil_scoped_release release;
+  const PolicyExplanation e = ttr::explain_policy(req);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const NamedCheck& c : e.checks) out.push_back(report_and_table({c}));
+  return {out, e.best};
 }
 
 struct CaseOut {
@@ -175,6 +202,8 @@ NB_MODULE(_core, m) {
   m.def("suites", [] { return ttr::suite_names(); });
   m.def("oracle", &oracle);
   m.def("check", &check);
+  m.def("explain_policy", &explain_policy);
+  m.def("explain_order", [] { return ttr::explain_order(); });
   nb::class_<CaseOut>(m, "CaseOut")
       .def_ro("stem", &CaseOut::stem)
       .def_ro("entry", &CaseOut::entry)

@@ -74,3 +74,18 @@ def test_bad_harness_arguments():
         validate_numpy(linear_attn, "linear_attn", dtypes=["bf16"])
     with pytest.raises(ttrcheck.InputError, match="layer"):
         validate_numpy(linear_attn)
+
+
+def test_adapter_passes_renamed_keys_and_drops_those_mapped_to_nothing():
+    from ttrcheck.fla import FLA_OPS, Adapter
+    seen = {}
+
+    def fn(**kw):
+        seen.update(kw)
+        return ("o", None)
+
+    out = Adapter("linear_attn", None, {"h0": "initial_state"}, {"log_atk_scale": ""}, {"flag": True}).call(
+        fn, {"q": 1, "h0": 2}, {"scale": 0.5, "log_atk_scale": -0.2})
+    assert seen == {"q": 1, "initial_state": 2, "scale": 0.5, "flag": True}
+    assert out == {"o": "o"}                                      # a None result is not an output
+    assert FLA_OPS["chunk_precond_kda"].outputs == ("o", "ht", "final_A_state")

@@ -14,14 +14,16 @@ with the CLI's one-line message.
 """
 from . import _core
 from ._arrays import BF16, InputError
-from .api import Case, ConfigKey, LayerSpec, TensorSpec, Tensors, check, layer, layers, oracle, round_to, vectors
+from .api import (Case, ConfigKey, LayerSpec, PolicyExplanation, TensorSpec, Tensors, check, explain_policy, layer,
+                  layers, oracle, round_to, vectors)
 from .report import Report, TensorResult
 
 __version__: str = _core.__version__
 InputError.__module__ = "ttrcheck"
 
-__all__ = ["BF16", "Case", "ConfigKey", "InputError", "LayerSpec", "Report", "TensorResult", "TensorSpec",
-           "Tensors", "check", "layer", "layers", "oracle", "round_to", "vectors", "__version__"]
+__all__ = ["BF16", "Case", "ConfigKey", "InputError", "LayerSpec", "PolicyExplanation", "Report", "TensorResult",
+           "TensorSpec", "Tensors", "check", "explain_policy", "layer", "layers", "oracle", "round_to", "vectors",
+           "__version__"]
 
 
 def suites():

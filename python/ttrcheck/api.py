@@ -120,13 +120,15 @@ def oracle(layer: str, inputs: ArrayMap, config: Optional[Mapping[str, Any]] = N
 
 
 def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[str] = None,
-          config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
+          policy: Optional[str] = None, config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
           chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
           oracle: Optional[ArrayMap] = None, name: Optional[str] = None) -> Report:
     """A candidate's outputs judged against the oracle under the error model (`ttrcheck check`).
 
     `dtype` is the kernel's arithmetic (bf16|fp16|fp32|fp64; default: the storage
-    dtype of the candidate's 'o', or of its first gradient); `form` the algorithm it
+    dtype of the candidate's 'o', or of its first gradient); `policy` a foreign kernel's
+    arithmetic instead (fp32|tf32|fp16|bf16-storage|bf16|fp64, as `check --policy`; tf32
+    is an fp32 kernel with TF32 matrix products; it sets the dtype); `form` the algorithm it
     runs (chunk|scan|sequential; default chunk where the layer has it). `oracle` may
     hold precomputed float64 outputs (from :func:`oracle`, or a :class:`Case`'s, with
     its metadata) to skip recomputing them. Returns a :class:`Report`.
@@ -141,9 +143,48 @@ def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[
         oracle_meta = dict(getattr(oracle, "metadata", {}) or {})
         oracle_tensors = encode_map(oracle, "oracle")
     js, table = _core.check(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
-                            oracle_tensors, oracle_meta, dtype or "", form or "", int(chunk_size), int(samples),
-                            int(seed), bool(backward), bool(strict_range), config_sets(config), name or "")
+                            oracle_tensors, oracle_meta, dtype or "", policy or "", form or "", int(chunk_size),
+                            int(samples), int(seed), bool(backward), bool(strict_range), config_sets(config),
+                            name or "")
     return Report(js, table)
+
+
+@dataclass
+class PolicyExplanation:
+    """`check --explain-policy`: a report per policy, smallest modelled error first, and
+    the first policy the candidate passes (None when none does)."""
+
+    reports: Dict[str, Report]
+    best: Optional[str]
+
+    def __str__(self) -> str:
+        lines = [f"  {p:<13} max ratio {r.max_ratio:<10.3g} {'pass' if r.passed else 'FAIL'}"
+                 for p, r in self.reports.items()]
+        lines.append(f"explained by {self.best} (the smallest policy it passes)" if self.best
+                     else "explained by none of these policies")
+        return "\n".join(lines)
+
+
+def explain_policy(layer: str, inputs: ArrayMap, candidate: ArrayMap, *,
+                   config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
+                   chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
+                   oracle: Optional[ArrayMap] = None, name: Optional[str] = None) -> PolicyExplanation:
+    """Which arithmetic explains a candidate's error: :func:`check` under every policy of
+    ``check --explain-policy`` (fp32, tf32, fp16, bf16-storage, bf16), one oracle for all."""
+    _check_range("chunk_size", chunk_size, 1, 1 << 20)
+    if samples is None:
+        samples = _core.default_samples
+    _check_range("samples", samples, 1, 100000)
+    _check_range("seed", seed, 0, 2**64 - 1)
+    oracle_tensors, oracle_meta = None, {}
+    if oracle is not None:
+        oracle_meta = dict(getattr(oracle, "metadata", {}) or {})
+        oracle_tensors = encode_map(oracle, "oracle")
+    pairs, best = _core.explain_policy(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
+                                       oracle_tensors, oracle_meta, form or "", int(chunk_size), int(samples),
+                                       int(seed), bool(backward), bool(strict_range), config_sets(config), name or "")
+    return PolicyExplanation({p: Report(js, table) for p, (js, table) in zip(_core.explain_order(), pairs)},
+                             best or None)
 
 
 class Tensors(dict):

@@ -10,7 +10,9 @@ same name. Not modelled, so kept at FLA's defaults: ``use_gate_in_kernel`` (the 
 transform ``-exp(A_log) softplus(g + dt_bias)``), ``use_beta_sigmoid_in_kernel``,
 ``allow_neg_eigval``, ``state_v_first`` and ``g_gamma``. ``chunk_linear_attn`` defaults
 to ``normalize=True``, which our ``linear_attn`` does not model: the adapter passes
-``normalize=False``. Variable lengths (``cu_seqlens``) wait for ttrcheck's varlen inputs.
+``normalize=False``. The preconditioned ops (``chunk_precond_gated_delta_rule``,
+``chunk_precond_kda`` and their fused-recurrent forms) use our tensor names already.
+Variable lengths (``cu_seqlens``) wait for ttrcheck's varlen inputs.
 """
 from __future__ import annotations
 
@@ -27,14 +29,15 @@ class Adapter:
     layer: Optional[str]                     # None: the layer given to validate()
     form: Optional[str]                      # the algorithm it runs (the error model's form); None: the layer's default
     tensors: Mapping[str, str] = field(default_factory=dict)   # ours -> its argument (missing: same name)
-    config: Mapping[str, str] = field(default_factory=dict)    # ours -> its keyword (missing: same name)
+    config: Mapping[str, str] = field(default_factory=dict)    # ours -> its keyword (missing: same name; "": not passed)
     fixed: Mapping[str, Any] = field(default_factory=dict)     # keywords always passed
     outputs: Tuple[str, ...] = ("o", "ht")   # its results in order, by our names
     note: str = ""
+    backward_form: Optional[str] = None      # the backward's model form where it differs (None: `form`)
 
     def call(self, fn: Callable, tensors: Mapping[str, Any], config: Mapping[str, Any]) -> Dict[str, Any]:
         kwargs = {self.tensors.get(n, n): t for n, t in tensors.items()}
-        kwargs.update({self.config.get(k, k): v for k, v in config.items()})
+        kwargs.update({self.config.get(k, k): v for k, v in config.items() if self.config.get(k, k)})
         kwargs.update(self.fixed)
         result = fn(**kwargs)
         if isinstance(result, Mapping):
@@ -50,6 +53,8 @@ NATIVE = Adapter(layer=None, form=None)
 
 _STATE = {"h0": "initial_state"}
 _FINAL = {"output_final_state": True}
+_NO_CENTRE = {"log_atk_scale": ""}
+_PRECOND_OUT = ("o", "ht", "final_A_state")
 
 FLA_OPS: Dict[str, Adapter] = {
     "chunk_gated_delta_rule": Adapter("gated_delta_rule", "chunk", _STATE, {}, _FINAL),
@@ -67,6 +72,19 @@ FLA_OPS: Dict[str, Adapter] = {
     "chunk_linear_attn": Adapter("linear_attn", "chunk", _STATE, {}, {**_FINAL, "normalize": False},
                                  note="normalize=False: FLA's default normalize=True is not modelled"),
     "fused_recurrent_linear_attn": Adapter("linear_attn", "sequential", _STATE, {}, {**_FINAL, "normalize": False}),
+    # The preconditioned ops take our names (g_atk, beta_atk, initial_A_state, the tensor
+    # log_atk_scale, config x and eps) and return the final A third. Our config key
+    # log_atk_scale (the squash centre when the tensor is absent, default −0.2) is not
+    # passed: FLA wants a tensor there and defaults to the same −0.2.
+    "chunk_precond_gated_delta_rule": Adapter("precond_gated_delta_rule", "chunk", _STATE, _NO_CENTRE, _FINAL,
+                                              outputs=_PRECOND_OUT),
+    "fused_recurrent_precond_gated_delta_rule": Adapter("precond_gated_delta_rule", "sequential", _STATE, _NO_CENTRE,
+                                                        _FINAL, outputs=_PRECOND_OUT),
+    "chunk_precond_kda": Adapter("precond_kda", "chunk", _STATE, _NO_CENTRE, _FINAL, outputs=_PRECOND_OUT,
+                                 note="FLA 0.6.0 always l2-normalises q and k here (our default); "
+                                      "use_qk_l2norm_in_kernel=false is ignored by it"),
+    "fused_recurrent_precond_kda": Adapter("precond_kda", "sequential", _STATE, _NO_CENTRE, _FINAL,
+                                           outputs=_PRECOND_OUT),
 }
 
 

@@ -12,8 +12,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import api
-from ._arrays import InputError, config_sets
+from . import _core, api
+from ._arrays import InputError, config_sets, decode_list, encode_map
 from .fla import NATIVE, Adapter, adapter_for
 from .report import Report
 
@@ -32,6 +32,8 @@ class Row:
     nonfinite: int       # NaN/Inf where the oracle is finite
     verdict: str         # pass | FAIL | absent
     note: str = ""
+    rel_rms: Optional[float] = None   # FLA's criterion: RMS(candidate - oracle) / RMS(oracle)
+    max_abs: Optional[float] = None   # max |candidate - oracle| (FLA passes a tensor outright when <= 1e-6)
 
 
 class Validation:
@@ -104,7 +106,8 @@ class NumpyBackend(Backend):
         if cotangents is None:
             return adapter.call(fn, inputs, config), {}
         pair = fn(**{adapter.tensors.get(n, n): t for n, t in inputs.items()},
-                  **{adapter.config.get(k, k): v for k, v in config.items()}, **adapter.fixed)
+                  **{adapter.config.get(k, k): v for k, v in config.items() if adapter.config.get(k, k)},
+                  **adapter.fixed)
         if not (isinstance(pair, tuple) and len(pair) == 2 and callable(pair[1])):
             raise InputError("fn: with backward=True a NumPy function returns (outputs, vjp)")
         outs, vjp = pair
@@ -129,12 +132,33 @@ def _config_values(spec: api.LayerSpec, config: Mapping[str, str]) -> Dict[str, 
     return out
 
 
-def _rows(report: Report, suite: str, case: str, dtype: str, direction: str, note: str) -> List[Row]:
+def _oracle(layer: str, inputs: Mapping[str, Any], config: Mapping[str, str], backward: bool) -> api.Tensors:
+    """The sequential MPFR-256 oracle with the metadata `check` verifies (what `ttrcheck oracle` writes)."""
+    tensors, meta = _core.oracle(layer, encode_map(inputs, "inputs"), {}, config_sets(config), bool(backward), 256,
+                                 "sequential", 64, False)
+    return api.Tensors(decode_list(tensors), meta)
+
+
+def fla_criterion(candidate: np.ndarray, oracle: np.ndarray) -> Tuple[float, float]:
+    """FLA's own test criterion on one tensor (fla/utils/testing.py: get_err_ratio, get_abs_err):
+    RMS(oracle - candidate) / (RMS(oracle) + 1e-8), and the greatest absolute difference.
+    FLA's tests assert the first below a per-tensor ratio (0.005 for o and ht, up to 0.02
+    for gradients) unless the second is <= 1e-6."""
+    c, o = np.asarray(candidate, np.float64).ravel(), np.asarray(oracle, np.float64).ravel()
+    d = o - c
+    return (float(np.sqrt(np.mean(d * d))) / (float(np.sqrt(np.mean(o * o))) + 1e-8),
+            float(np.max(np.abs(d))) if d.size else 0.0)
+
+
+def _rows(report: Report, suite: str, case: str, dtype: str, direction: str, note: str,
+          values: Mapping[str, np.ndarray], oracle: Mapping[str, np.ndarray]) -> List[Row]:
     rows = []
     for t in report.tensors.values():
         verdict = "absent" if not t.present else ("pass" if t.passed else "FAIL")
+        rel, mx = fla_criterion(values[t.name], oracle[t.name]) if t.present and t.name in values and \
+            t.name in oracle else (None, None)
         rows.append(Row(suite, case, dtype, direction, t.name, t.max_ratio, t.worst, t.nonfinite_failures,
-                        verdict, note))
+                        verdict, note, rel, mx))
     return rows
 
 
@@ -182,11 +206,13 @@ def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: 
                 if unknown:
                     raise InputError(f"{fn_name} returned {sorted(unknown)}; {layer}'s outputs are {output_names}")
                 fwd_inputs = {n: seen[n] for n in inputs} if rounded else case.inputs
-                rep = api.check(layer, fwd_inputs, {n: outs[n] for n in output_names if n in outs}, dtype=dtype,
-                                config=cfg_text, form=form, chunk_size=chunk_size,
-                                oracle=None if rounded or extra else case.oracle, name=f"{suite}.{case.name}")
+                fwd_oracle = _oracle(layer, fwd_inputs, cfg_text, False) if rounded or extra else case.oracle
+                cand = {n: outs[n] for n in output_names if n in outs}
+                rep = api.check(layer, fwd_inputs, cand, dtype=dtype, config=cfg_text, form=form,
+                                chunk_size=chunk_size, oracle=fwd_oracle, name=f"{suite}.{case.name}")
                 reports.append(rep)
-                rows += _rows(rep, suite, case.name, dtype, "forward", note)
+                rows += _rows(rep, suite, case.name, dtype, "forward", note,
+                              {n: backend.values(x) for n, x in cand.items()}, fwd_oracle)
                 if not backward:
                     continue
                 # The backward inputs: forward inputs plus the cotangents of the outputs returned
@@ -194,11 +220,14 @@ def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: 
                 used = ["d" + n for n in outs if "d" + n in cots]
                 bwd_inputs = {n: (seen[n] if rounded else source[n]) for n in list(inputs) + used}
                 stored = not rounded and not extra and set(used) == set(cots)
-                brep = api.check(layer, bwd_inputs, grads, dtype=dtype, config=cfg_text, form=form,
-                                 chunk_size=chunk_size, backward=True,
-                                 oracle=case.backward_oracle if stored else None, name=f"{suite}.{case.name}")
+                bwd_oracle = case.backward_oracle if stored else _oracle(layer, bwd_inputs, cfg_text, True)
+                brep = api.check(layer, bwd_inputs, grads, dtype=dtype, config=cfg_text,
+                                 form=adapter.backward_form or form,
+                                 chunk_size=chunk_size, backward=True, oracle=bwd_oracle,
+                                 name=f"{suite}.{case.name}")
                 reports.append(brep)
-                rows += _rows(brep, suite, case.name, dtype, "backward", note)
+                rows += _rows(brep, suite, case.name, dtype, "backward", note,
+                              {n: backend.values(x) for n, x in grads.items()}, bwd_oracle)
     return Validation(layer, fn_name, rows, reports)
 
 

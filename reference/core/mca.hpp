@@ -42,13 +42,23 @@
 namespace ttr {
 
 // The format whose rounding a perturbation models (for the exactness test).
-enum class McaFormat { any, fp32, bf16, fp16 };
+// tf32: the tensor cores' float32 mode (Triton's default for an fp32 tl.dot,
+// torch's allow_tf32): fp32's 8-bit exponent with 10 explicit significand bits,
+// u = 2^-11 — a matrix-product operand of a "tf32" foreign kernel (gate/policies.hpp).
+enum class McaFormat { any, fp32, bf16, fp16, tf32 };
 
 inline bool mca_representable(double x, McaFormat f) {
   switch (f) {
     case McaFormat::fp32: return static_cast<double>(static_cast<float>(x)) == x;
     case McaFormat::bf16: return BF16Format::round(x) == x;
     case McaFormat::fp16: return FP16Format::round(x) == x;
+    case McaFormat::tf32: {  // an fp32 value whose 13 low significand bits are zero
+      const float f = static_cast<float>(x);
+      if (static_cast<double>(f) != x) return false;
+      std::uint32_t b;
+      std::memcpy(&b, &f, 4);
+      return (b & 0x1FFFu) == 0;
+    }
     default: return false;
   }
 }
@@ -108,7 +118,8 @@ inline void mca_seed(std::uint64_t seed, double u_op, McaFormat op_format, doubl
 inline double mca_min_normal(McaFormat f) {
   switch (f) {
     case McaFormat::fp32:
-    case McaFormat::bf16: return 0x1p-126;
+    case McaFormat::bf16:
+    case McaFormat::tf32: return 0x1p-126;
     case McaFormat::fp16: return 0x1p-14;
     default: return 0.0;
   }

@@ -1,0 +1,79 @@
+"""Foreign-kernel policies from Python (docs/arithmetic-policies.md, "Foreign kernels"):
+the same verdicts and reports as `ttrcheck check --policy`, and an explanation that
+names the smallest passing policy. The TF32 candidate is built here from the math
+(NumPy, operands rounded to TF32 by bit masking), not from ttrcheck's forms."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import ttrcheck
+from conftest import write_st
+
+
+def tf32(x):
+    """float32 values rounded to TF32 (10 significand bits), to nearest even."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0xFFF + ((u >> 13) & 1)) & ~np.uint64(0x1FFF)
+    return u.astype(np.uint32).view(np.float32)
+
+
+def tf32_linear_attention(q, k, v, scale, C=64):
+    """Chunkwise o_t = scale·Σ_{s≤t}(q_t·k_s) v_s in fp32 with TF32 dot operands: the score
+    matrix and the chunk-initial state are rounded to TF32 where they feed the next dot."""
+    q, k, v = (np.asarray(a, np.float32) for a in (q, k, v))
+    B, T, H, K = q.shape
+    o = np.zeros(v.shape, np.float32)
+    ht = np.zeros((B, H, K, v.shape[3]), np.float32)
+    for b in range(B):
+        for h in range(H):
+            S = np.zeros((K, v.shape[3]), np.float32)
+            for t0 in range(0, T, C):
+                Q, Kc, Vc = tf32(q[b, t0:t0 + C, h]), tf32(k[b, t0:t0 + C, h]), tf32(v[b, t0:t0 + C, h])
+                A = np.tril(Q @ Kc.T)
+                o[b, t0:t0 + C, h] = np.float32(scale) * (Q @ tf32(S) + tf32(A) @ Vc)
+                S = S + Kc.T @ Vc
+            ht[b, h] = S
+    return o, ht
+
+
+@pytest.fixture(scope="module")
+def case():
+    return ttrcheck.vectors("linear_attn", "demo", 0)[0]   # B=1 T=128 H=2 K=V=16
+
+
+def test_tf32_kernel_passes_as_tf32_fails_as_fp32(case):
+    o, ht = tf32_linear_attention(case.inputs["q"], case.inputs["k"], case.inputs["v"], 0.25)
+    cand = {"o": o, "ht": ht}
+    fp32 = ttrcheck.check("linear_attn", case.inputs, cand, policy="fp32", config={"scale": 0.25})
+    as_tf32 = ttrcheck.check("linear_attn", case.inputs, cand, policy="tf32", config={"scale": 0.25})
+    assert not fp32.passed and fp32.max_ratio > 100
+    assert as_tf32.passed, str(as_tf32)
+    doc = as_tf32.to_json()
+    assert doc["checks"][0]["policy"] == "tf32" and doc["checks"][0]["dtype"] == "fp32"
+    assert "policy" not in fp32.to_json()["checks"][0]          # native policies: reports unchanged
+    e = ttrcheck.explain_policy("linear_attn", case.inputs, cand, config={"scale": 0.25})
+    assert e.best == "tf32"
+    assert list(e.reports) == ["fp32", "tf32", "fp16", "bf16-storage", "bf16"]
+    assert not e.reports["fp32"].passed and e.reports["tf32"].passed
+
+
+def test_policy_matches_the_cli(case, cli, tmp_path):
+    o, ht = tf32_linear_attention(case.inputs["q"], case.inputs["k"], case.inputs["v"], 0.25)
+    write_st(tmp_path / "in.safetensors", dict(case.inputs))
+    write_st(tmp_path / "cand.safetensors", {"o": o, "ht": ht})
+    r = cli("check", "--layer", "linear_attn", "--in", str(tmp_path / "in.safetensors"), "--candidate",
+            str(tmp_path / "cand.safetensors"), "--policy", "tf32", "--set", "scale=0.25", "--explain-policy",
+            "--report", str(tmp_path / "r.json"), check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "explained by tf32" in r.stdout
+    py = ttrcheck.check("linear_attn", dict(case.inputs), {"o": o, "ht": ht}, policy="tf32", config={"scale": 0.25},
+                        name="in")
+    assert json.loads((tmp_path / "r.json").read_text())["checks"] == py.to_json()["checks"]
+
+
+def test_bad_policy_is_an_input_error(case):
+    with pytest.raises(ttrcheck.InputError, match=r"^--policy: unknown arithmetic policy 'tf16' "):
+        ttrcheck.check("linear_attn", case.inputs, {"o": case.oracle["o"]}, policy="tf16")
