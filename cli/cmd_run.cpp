@@ -60,9 +60,9 @@ Command add_run(CLI::App& app) {
     if (o->backward && o->device != "cpu")
       throw InputError("--backward: the CUDA kernels compute the forward direction only (--device cpu)");
     const LoadedInputs in = load_inputs(o->layer, o->in, o->sets, dir);
-    if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form))
-      fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {}: the output is unmutated\n",
-                 o->mutant, in.layer->spec.name, form_name(form));
+    if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form, dir))
+      fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {} {}: the output is unmutated\n",
+                 o->mutant, in.layer->spec.name, form_name(form), direction_name(dir));
     if (o->device == "cuda") {
       if (mutant != Mutant::none) throw InputError("--mutant: mutants are planted in the CPU kernels, not --device cuda");
       if (form == Form::scan) throw InputError("--device cuda runs --form chunk or sequential");

@@ -112,6 +112,7 @@ struct CheckResult {
   std::string layer;
   Tier dtype = Tier::bf16;
   Form model_form = Form::chunk;
+  Direction direction = Direction::forward;  // backward: the tensors are gradients (d<input>)
   int chunk_size = 64;
   double threshold = kRatioThreshold;
   std::vector<TensorVerdict> tensors;  // in the spec's output order
