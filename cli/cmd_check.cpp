@@ -2,164 +2,16 @@
 // model (gate/judge.hpp). Exit 0 pass, 1 fail, 2 bad usage or input. Every
 // file is validated before the oracle is computed, and reports are written only
 // once everything succeeded (docs/reports.md).
-#include <algorithm>
+// The validation and judging are gate/check_request.cpp's, shared with the Python API.
 #include <cstdio>
-#include <optional>
-#include <filesystem>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <string_view>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "oracles/error.hpp"
-#include "gate/judge.hpp"
-#include "oracles/oracle.hpp"
+#include "gate/check_request.hpp"
 #include "gate/report.hpp"
 
 namespace ttr::cli {
-namespace {
-
-namespace fs = std::filesystem;
-
-// The precision of the oracle `check` computes (that of `ttrcheck oracle`'s default).
-constexpr unsigned kOracleBits = 256;
-
-Tier parse_kernel_dtype(const std::string& s) {
-  for (Tier t : {Tier::bf16, Tier::fp16, Tier::fp32, Tier::fp64})
-    if (s == tier_name(t)) return t;
-  throw InputError(fmt::format("--dtype: unknown kernel dtype '{}' (bf16|fp16|fp32|fp64)", s));
-}
-
-// A candidate stored as BF16 was computed by a bf16 kernel, and so on.
-Tier tier_of_storage(io::DType d) {
-  switch (d) {
-    case io::DType::BF16: return Tier::bf16;
-    case io::DType::F16: return Tier::fp16;
-    case io::DType::F32: return Tier::fp32;
-    default: return Tier::fp64;
-  }
-}
-
-std::string dims_str(const TensorSpec& t) { return "[" + fmt::format("{}", fmt::join(t.dims, ",")) + "]"; }
-
-// The outputs' shapes for these inputs: what the candidate and a stored oracle must have.
-std::map<std::string, Shape> output_shapes(const LayerSpec& spec, const Dims& dims) {
-  std::map<std::string, Shape> s;
-  for (const auto& t : spec.outputs) s[t.name] = shape_of(t, dims);
-  return s;
-}
-
-// The outputs a check of these inputs compares: forward, every output; backward,
-// the gradient of every input given (dh0 only with h0, ...).
-std::vector<std::string> expected_outputs(const LayerSpec& fwd, const LayerSpec& spec, const LoadedInputs& in,
-                                          Direction d) {
-  std::vector<std::string> names;
-  for (const TensorSpec& t : spec.outputs)
-    if (d == Direction::forward || in.inputs.tensors.count(t.name.substr(1)) || !fwd.input(t.name.substr(1)))
-      names.push_back(t.name);
-  return names;
-}
-
-// The last part of a check id: "<suite>.<case>" for vectors ttrcheck wrote (stable
-// across machines and temp directories, as baselines need), else the inputs' file name.
-std::string case_name(const LoadedInputs& in, const std::string& path) {
-  const auto& m = in.file.metadata;
-  const auto suite = m.find("suite"), c = m.find("case");
-  if (suite != m.end() && c != m.end()) return suite->second + "." + c->second;
-  const std::string name = fs::path(path).filename().string();
-  for (const std::string_view ext : {".inputs.safetensors", ".safetensors"})
-    if (name.size() > ext.size() && name.ends_with(ext)) return name.substr(0, name.size() - ext.size());
-  return name;
-}
-
-// Reads the candidate: every spec output it holds, as doubles. `o` is required;
-// other outputs (a kernel may not return its final state) are optional; tensors
-// the layer does not know are ignored. Sets `storage` to `o`'s dtype.
-TensorMap<double> load_candidate(const std::string& path, const LayerSpec& spec,
-                                 const std::map<std::string, Shape>& shapes, const std::vector<std::string>& required,
-                                 io::DType& storage) {
-  const io::TensorFile f = io::read_safetensors(path);
-  if (const auto l = f.metadata.find("layer"); l != f.metadata.end() && l->second != spec.name)
-    throw InputError(fmt::format("{}: candidate was written for layer '{}', not '{}' (metadata 'layer')", path,
-                                 l->second, spec.name));
-  for (const std::string& name : required)
-    if (!f.tensors.count(name))
-      throw InputError(fmt::format("{}: missing tensor '{}' {}: a candidate must hold {}", path, name,
-                                   dims_str(*spec.output(name)),
-                                   name == "o" ? "the layer's output 'o'" : "every gradient of the given inputs"));
-  TensorMap<double> out;
-  for (const auto& ts : spec.outputs) {
-    const auto it = f.tensors.find(ts.name);
-    if (it == f.tensors.end()) continue;
-    const std::string what = fmt::format("{}: tensor '{}'", path, ts.name);
-    if (!io::is_floating(it->second.dtype))
-      throw InputError(fmt::format("{} has dtype {}; expected a floating dtype (F64, F32, BF16, F16)", what,
-                                   io::dtype_name(it->second.dtype)));
-    const Shape& want = shapes.at(ts.name);
-    if (it->second.shape != want)
-      throw InputError(fmt::format("{} has shape {}; expected {} = {} for these inputs", what,
-                                   shape_str(it->second.shape), dims_str(ts), shape_str(want)));
-    out[ts.name] = Tensor<double>{it->second.shape, 0.0};
-    out[ts.name].data = io::to_f64(it->second, what);
-  }
-  storage = f.tensors.at(required.front()).dtype;
-  return out;
-}
-
-// Reads a stored oracle and checks it belongs to this check: written for the same
-// layer and config, F64 (an oracle in a narrower dtype would itself be wrong by
-// more than an fp32 kernel), computed from these inputs (its `inputs_digest`;
-// oracles written before the digest existed have none and are taken on trust),
-// every output present with the inputs' shapes.
-TensorMap<double> load_oracle(const std::string& path, const LayerSpec& spec, const Config& cfg,
-                              const std::map<std::string, Shape>& shapes, const LoadedInputs& in,
-                              const std::string& in_path, const std::vector<std::string>& expected,
-                              Direction direction) {
-  const io::TensorFile f = io::read_safetensors(path);
-  const auto& m = f.metadata;
-  const auto layer = m.find("layer");
-  if (layer == m.end())
-    throw InputError(fmt::format("{}: no metadata 'layer': not an oracle written by ttrcheck", path));
-  if (layer->second != spec.name)
-    throw InputError(fmt::format("{}: oracle was written for layer '{}', not '{}'", path, layer->second, spec.name));
-  if (const auto k = m.find("kind"); k != m.end() && k->second != "oracle")
-    throw InputError(fmt::format("{}: metadata 'kind' is '{}': not an oracle file", path, k->second));
-  const auto d = m.find("direction");
-  const std::string stored = d == m.end() ? "forward" : d->second;
-  if (stored != direction_name(direction))
-    throw InputError(fmt::format("{}: oracle of the {} direction, but this check is {} (--backward)", path, stored,
-                                 direction_name(direction)));
-  if (const auto c = m.find("config"); c != m.end()) {
-    const nlohmann::json stored = nlohmann::json::parse(c->second, nullptr, false);
-    if (stored != nlohmann::json::parse(cfg.json()))
-      throw InputError(fmt::format("{}: oracle config {} differs from this check's {}", path, c->second, cfg.json()));
-  }
-  if (const auto d = m.find("inputs_digest"); d != m.end()) {
-    const std::string here = inputs_digest(in.inputs.tensors);
-    if (d->second != here)
-      throw InputError(fmt::format("{}: oracle was computed from other inputs (inputs_digest {}; {} has {})", path,
-                                   d->second, in_path, here));
-  }
-  TensorMap<double> out;
-  for (const auto& ts : spec.outputs) {
-    if (std::find(expected.begin(), expected.end(), ts.name) == expected.end()) continue;
-    const auto it = f.tensors.find(ts.name);
-    const std::string what = fmt::format("{}: oracle tensor '{}'", path, ts.name);
-    if (it == f.tensors.end()) throw InputError(fmt::format("{} {} is missing", what, dims_str(ts)));
-    if (it->second.dtype != io::DType::F64)
-      throw InputError(fmt::format("{} has dtype {}; an oracle is F64", what, io::dtype_name(it->second.dtype)));
-    const Shape& want = shapes.at(ts.name);
-    if (it->second.shape != want)
-      throw InputError(fmt::format("{} has shape {}; expected {} = {} for these inputs", what,
-                                   shape_str(it->second.shape), dims_str(ts), shape_str(want)));
-    out[ts.name] = Tensor<double>{it->second.shape, 0.0};
-    out[ts.name].data = io::to_f64(it->second, what);
-  }
-  return out;
-}
-
-}  // namespace
 
 Command add_check(CLI::App& app) {
   struct Opts {
@@ -191,37 +43,27 @@ Command add_check(CLI::App& app) {
   return [o]() {
     check_outputs({{"--in", o->in}, {"--candidate", o->candidate}, {"--oracle", o->oracle}},
                   {{"--report", o->report}, {"--junit", o->junit}});
-    const Direction dir = o->backward ? Direction::backward : Direction::forward;
-    const LoadedInputs in = load_inputs(o->layer, o->in, o->sets, dir);
-    const LayerSpec spec = direction_spec(in.layer->spec, dir);
-    ModelSpec ms;
-    ms.direction = dir;
-    ms.form = o->form.empty() ? (in.layer->has_form(Form::chunk, dir) ? Form::chunk : Form::sequential)
-                              : parse_form(o->form);
-    if (!in.layer->has_form(ms.form, dir))
-      throw InputError(fmt::format("--form: layer '{}' has no {} {} form", spec.name, form_name(ms.form),
-                                   direction_name(dir)));
-    const auto shapes = output_shapes(spec, in.inputs.dims);
-    const std::vector<std::string> expected = expected_outputs(in.layer->spec, spec, in, dir);
-    const std::vector<std::string> required = dir == Direction::forward ? std::vector<std::string>{"o"} : expected;
-    io::DType storage = io::DType::F32;
-    const TensorMap<double> candidate = load_candidate(o->candidate, spec, shapes, required, storage);
-    ms.dtype = o->dtype.empty() ? tier_of_storage(storage) : parse_kernel_dtype(o->dtype);
-    ms.chunk_size = o->chunk_size;
-    ms.samples = o->samples;
-    ms.seed = o->seed;
-    // The oracle: a stored one, or the sequential definition in MPFR-256 (the call
-    // `ttrcheck oracle` makes, so a stored default oracle gives identical numbers).
-    std::optional<Judge> judge;
-    if (o->oracle.empty())
-      judge.emplace(*in.layer, in.inputs.tensors, in.config, Arith{Tier::mpfr, kOracleBits}, dir);
-    else
-      judge.emplace(*in.layer, in.inputs.tensors, in.config,
-                    load_oracle(o->oracle, spec, in.config, shapes, in, o->in, expected, dir), dir);
-    judge->set_strict_range(o->strict_range);
-    const CheckResult result = (*judge)(candidate, ms);
-    const std::string id = check_id(result, case_name(in, o->in)) + (o->backward ? "/backward" : "");
-    const std::vector<NamedCheck> checks = {{id, result}};
+    CheckRequest req;
+    req.layer = o->layer;
+    find_layer(o->layer);  // an unknown layer is named before any file is read
+    req.inputs = io::read_safetensors(o->in);
+    req.inputs_source = o->in;
+    req.candidate = io::read_safetensors(o->candidate);
+    req.candidate_source = o->candidate;
+    if (!o->oracle.empty()) {
+      req.oracle = io::read_safetensors(o->oracle);
+      req.oracle_source = o->oracle;
+    }
+    req.dtype = o->dtype;
+    req.form = o->form;
+    req.chunk_size = o->chunk_size;
+    req.samples = o->samples;
+    req.seed = o->seed;
+    req.backward = o->backward;
+    req.strict_range = o->strict_range;
+    req.sets = o->sets;
+    const std::vector<NamedCheck> checks = {run_check(req)};
+    const CheckResult& result = checks.front().second;
 
     if (!o->report.empty()) write_report(o->report, report_json("check", checks));
     if (!o->junit.empty()) {

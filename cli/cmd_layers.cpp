@@ -6,66 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "oracles/catalogue.hpp"
 #include "oracles/registry.hpp"
 
 namespace ttr::cli {
 namespace {
-
-const char* key_type(KeyType t) {
-  switch (t) {
-    case KeyType::number: return "number";
-    case KeyType::integer: return "integer";
-    case KeyType::boolean: return "boolean";
-    case KeyType::choice: return "choice";
-  }
-  return "?";
-}
-
-nlohmann::json tensor_json(const TensorSpec& t) {
-  return {{"name", t.name}, {"dims", t.dims}, {"required", t.required}, {"range", t.range.str()}, {"doc", t.doc}};
-}
-
-// What a layer is implemented by: forms per direction, kernels per backend
-// (the declaration in oracles/layers/layers.def).
-std::vector<std::string> implementations(const LayerEntry& e) {
-  std::vector<std::string> out;
-  for (Direction d : {Direction::forward, Direction::backward})
-    for (Form f : e.form_list(d)) out.push_back(fmt::format("cpu {} {}", form_name(f), direction_name(d)));
-  for (const KernelImpl& k : e.kernels) out.push_back(fmt::format("{} {}", k.name(), direction_name(k.direction)));
-  return out;
-}
-
-nlohmann::json layer_json(const LayerEntry& e) {
-  const LayerSpec& s = e.spec;
-  nlohmann::json j{{"name", s.name}, {"summary", s.summary}, {"recurrence", s.recurrence},
-                   {"equations", s.equations}, {"notes", s.notes}};
-  for (const auto& t : s.inputs) {
-    nlohmann::json ti = tensor_json(t);
-    ti["differentiable"] = t.differentiable;
-    if (!t.differentiable) ti["not_differentiable_why"] = t.not_differentiable_why;
-    j["inputs"].push_back(ti);
-  }
-  for (const auto& t : s.outputs) j["outputs"].push_back(tensor_json(t));
-  j["config"] = nlohmann::json::array();
-  for (const auto& k : s.config) {
-    nlohmann::json c{{"name", k.name}, {"type", key_type(k.type)}, {"required", k.required}, {"doc", k.doc}};
-    if (k.default_value) c["default"] = *k.default_value;
-    if (k.type == KeyType::number || k.type == KeyType::integer) c["range"] = k.range.str();
-    if (!k.choices.empty()) c["choices"] = k.choices;
-    j["config"].push_back(c);
-  }
-  j["forms"] = nlohmann::json::array();
-  for (Form f : e.form_list()) j["forms"].push_back(form_name(f));
-  j["family"] = s.family;
-  j["implementations"] = implementations(e);
-  if (e.has_form(Form::sequential, Direction::backward)) {
-    const LayerSpec b = backward_spec(s);
-    for (const auto& t : b.inputs)
-      if (!s.input(t.name)) j["backward"]["cotangents"].push_back(tensor_json(t));
-    for (const auto& t : b.outputs) j["backward"]["gradients"].push_back(tensor_json(t));
-  }
-  return j;
-}
 
 void print_layer(const LayerEntry& e) {
   const LayerSpec& s = e.spec;

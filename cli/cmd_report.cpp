@@ -1,8 +1,10 @@
 // `ttrcheck report DIR --html`: a gate, check or fuzz report directory as one
 // self-contained HTML page (verdict table, per-check ratio histograms, the worst
 // checks, and, given baselines recorded over commits, each check's ratio over
-// them). ttrcheck validates every file it is given (the same parsers as
-// `baseline`), then the plotting script (scripts/ttrcheck-plot) draws the page;
+// them; for fuzz campaigns — DIR/campaign.json or DIR/*/campaign.json — the counts
+// per target, the findings and their ratios). ttrcheck validates every file it is
+// given (the same parsers as `baseline`; campaign.json and its finding notes as
+// JSON), then the plotting script (scripts/ttrcheck-plot) draws the page;
 // without python3 and matplotlib it says so in one line and exits 2, writing nothing.
 #include <filesystem>
 #include <fmt/format.h>
@@ -12,8 +14,37 @@
 #include "cli/plot_script.hpp"
 #include "gate/report_read.hpp"
 #include "oracles/error.hpp"
+#include <nlohmann/json.hpp>
 
 namespace ttr::cli {
+namespace {
+
+// A fuzz campaign directory (fuzz/reproducer.cpp): campaign.json with its list of
+// findings, and each finding's note <stem>.json beside it, each a JSON object.
+void validate_campaign(const std::filesystem::path& dir) {
+  const std::string path = (dir / "campaign.json").string();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(read_text(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: not JSON: {}", path, e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("findings") || !doc["findings"].is_array())
+    throw InputError(fmt::format("{}: not a fuzz campaign.json (no findings list)", path));
+  for (const auto& stem : doc["findings"]) {
+    if (!stem.is_string()) throw InputError(fmt::format("{}: a finding that is not a name", path));
+    const std::string note = (dir / (stem.get<std::string>() + ".json")).string();
+    nlohmann::json n;
+    try {
+      n = nlohmann::json::parse(read_text(note));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(fmt::format("{}: not JSON: {}", note, e.what()));
+    }
+    if (!n.is_object()) throw InputError(fmt::format("{}: not a finding note", note));
+  }
+}
+
+}  // namespace
 
 Command add_report(CLI::App& app) {
   struct Opts {
@@ -39,19 +70,25 @@ Command add_report(CLI::App& app) {
     for (const std::string& b : o->baselines) inputs.push_back({"--baseline", b});
     check_outputs(inputs, {{"--out", o->out}});
     // Validate what the page will show before anything runs.
-    std::size_t reports = 0, checks = 0;
-    bool campaign = false;
+    std::size_t reports = 0, checks = 0, campaigns = 0;
     for (const auto& e : fs::directory_iterator(o->dir)) {
+      if (e.is_directory() && fs::is_regular_file(e.path() / "campaign.json")) {
+        validate_campaign(e.path());
+        ++campaigns;
+      }
       if (!e.is_regular_file() || e.path().extension() != ".json") continue;
-      const std::string text = read_text(e.path().string());
       if (e.path().filename() == "campaign.json") {
-        campaign = true;
-      } else if (text.find("\"ttrcheck-report\"") != std::string::npos) {
+        validate_campaign(o->dir);
+        ++campaigns;
+        continue;
+      }
+      const std::string text = read_text(e.path().string());
+      if (text.find("\"ttrcheck-report\"") != std::string::npos) {
         checks += parse_report_text(text, e.path().string()).size();
         ++reports;
       }
     }
-    if (reports == 0 && !campaign)
+    if (reports == 0 && campaigns == 0)
       throw InputError(fmt::format("{}: no ttrcheck report (schema ttrcheck-report) or fuzz campaign.json in it",
                                    o->dir));
     for (const std::string& b : o->baselines) parse_baseline_text(read_text(b), b);
@@ -61,7 +98,7 @@ Command add_report(CLI::App& app) {
     const PlotRun p = run_plot_script(args);
     if (!p.ran) throw InputError(fmt::format("report --html needs python3 with matplotlib: {}", p.reason));
     fmt::print("report: {} ({} report file(s), {} checks{}{}) -> {}\n", o->dir, reports, checks,
-               campaign ? ", a fuzz campaign" : "",
+               campaigns ? fmt::format(", {} fuzz campaign(s)", campaigns) : "",
                o->baselines.empty() ? "" : fmt::format(", {} baseline(s)", o->baselines.size()), o->out);
     return 0;
   };

@@ -85,7 +85,7 @@ Command add_run(CLI::App& app) {
       meta["precision"] = arith_name(arith);
       meta["device"] = "cuda: " + st.device;
       meta["kernel"] = kernel->name();
-      if (form == Form::chunk) meta["chunk_size"] = "64";
+      if (form == Form::chunk || form == Form::chunk_unscaled) meta["chunk_size"] = "64";
       if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;
       io::write_safetensors_atomic(o->out, to_file(values, dtype_for(arith.tier), std::move(meta)));
       return 0;

@@ -8,6 +8,7 @@
 #include "oracles/error.hpp"
 #include "oracles/io/text_file.hpp"
 #include "oracles/oracle.hpp"
+#include "oracles/vector_files.hpp"
 #include "oracles/vectors.hpp"
 
 namespace ttr::cli {
@@ -84,50 +85,25 @@ Command add_vectors(CLI::App& app) {
       for (const VectorCase& c : suite_cases(l->spec, o->suite)) {
         if (!shard.owns(k++)) continue;  // another shard's case
         positions.push_back(k - 1);
-        const Config cfg = Config::make(l->spec, c.config);
-        TensorMap<double> inputs = generate_inputs(l->spec, c, o->seed);
-        auto meta = base_metadata("inputs", l->spec, cfg);
-        meta["seed"] = std::to_string(o->seed);
-        meta["suite"] = o->suite;
-        meta["case"] = c.name;
-        const std::string stem = fmt::format("{}.{}.{}", l->spec.name, o->suite, c.name);
-        const fs::path in_path = dir / (stem + ".inputs.safetensors");
-        const io::TensorFile in_file = to_file(inputs, io::DType::F32, meta);
-        io::write_safetensors_atomic(in_path, in_file);
-        rb.wrote(in_path);
-        nlohmann::json entry{{"layer", l->spec.name}, {"case", c.name}, {"doc", c.doc}, {"dims", c.dims},
-                             {"config", cfg.values()}, {"inputs", in_path.filename().string()}};
-        if (!o->no_oracle) {
-          OracleOptions opt;
-          opt.bits = o->bits;
-          LayerInputs li{std::move(inputs), c.dims};
-          const fs::path out_path = dir / (stem + ".oracle.safetensors");
-          io::write_safetensors_atomic(out_path, compute_oracle(*l, li, cfg, opt, meta));
-          rb.wrote(out_path);
-          entry["oracle"] = out_path.filename().string();
-        }
-        if (o->backward) {
-          TensorMap<double> binputs = generate_backward_inputs(l->spec, c, o->seed);
-          auto bmeta = base_metadata("inputs", l->spec, cfg);
-          bmeta["seed"] = std::to_string(o->seed);
-          bmeta["suite"] = o->suite;
-          bmeta["case"] = c.name;
-          bmeta["direction"] = "backward";
-          const fs::path bin_path = dir / (stem + ".backward.inputs.safetensors");
-          io::write_safetensors_atomic(bin_path, to_file(binputs, io::DType::F32, bmeta));
-          rb.wrote(bin_path);
-          entry["backward_inputs"] = bin_path.filename().string();
-          if (!o->no_oracle) {
-            OracleOptions opt;
-            opt.bits = o->bits;
-            opt.direction = Direction::backward;
-            LayerInputs li{std::move(binputs), c.dims};
-            const fs::path bout_path = dir / (stem + ".backward.oracle.safetensors");
-            io::write_safetensors_atomic(bout_path, compute_oracle(*l, li, cfg, opt, bmeta));
-            rb.wrote(bout_path);
-            entry["backward_oracle"] = bout_path.filename().string();
-          }
-        }
+        VectorFileOptions vo;
+        vo.suite = o->suite;
+        vo.seed = o->seed;
+        vo.bits = o->bits;
+        vo.oracle = !o->no_oracle;
+        vo.backward = o->backward;
+        const CaseFiles files = case_files(*l, c, vo);
+        const std::string& stem = files.stem;
+        nlohmann::json entry = files.entry;
+        auto write = [&](const io::TensorFile& f, const std::string& suffix, const char* key) {
+          const fs::path path = dir / (stem + suffix);
+          io::write_safetensors_atomic(path, f);
+          rb.wrote(path);
+          entry[key] = path.filename().string();
+        };
+        write(files.inputs, ".inputs.safetensors", "inputs");
+        if (files.oracle) write(*files.oracle, ".oracle.safetensors", "oracle");
+        if (files.backward_inputs) write(*files.backward_inputs, ".backward.inputs.safetensors", "backward_inputs");
+        if (files.backward_oracle) write(*files.backward_oracle, ".backward.oracle.safetensors", "backward_oracle");
         manifest["cases"].push_back(entry);
         fmt::print(stderr, "wrote {}\n", stem);
       }

@@ -3,19 +3,14 @@
 #include <filesystem>
 #include <fmt/format.h>
 
-#include "oracles/config_pairs.hpp"
 #include "oracles/error.hpp"
 
 namespace ttr::cli {
 
 LoadedInputs load_inputs(const std::string& layer_name, const std::string& path, const std::vector<std::string>& sets,
                          Direction direction) {
-  const LayerEntry& layer = find_layer(layer_name);
-  io::TensorFile file = io::read_safetensors(path);
-  const auto pairs = config_pairs(file.metadata, layer_name, sets, path);
-  Config config = Config::make(layer.spec, pairs);
-  LayerInputs inputs = validate_inputs(direction_spec(layer.spec, direction), file, path);
-  return {&layer, std::move(file), std::move(inputs), std::move(config)};
+  find_layer(layer_name);  // an unknown layer is named before the file is read
+  return ttr::load_inputs(layer_name, io::read_safetensors(path), path, sets, direction);
 }
 
 void add_backward_flag(CLI::App& cmd, bool& backward) {

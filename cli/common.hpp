@@ -8,25 +8,13 @@
 #include <vector>
 
 #include "gate/shard.hpp"
-#include "oracles/config.hpp"
 #include "oracles/io/paths.hpp"
-#include "oracles/io/safetensors.hpp"
-#include "oracles/registry.hpp"
-#include "oracles/validate.hpp"
+#include "oracles/loaded_inputs.hpp"
 
 namespace ttr::cli {
 
-struct LoadedInputs {
-  const LayerEntry* layer;
-  io::TensorFile file;
-  LayerInputs inputs;
-  Config config;
-};
-
-// Reads and validates `path` for `layer_name` in `direction` (backward: the
-// forward inputs plus the output cotangents, `do` required). The config is the
-// one recorded in the file's metadata when the file was made for the same layer
-// (ttrcheck vectors records it), overridden key by key by `sets`.
+// Reads `path` and validates it for `layer_name` in `direction`
+// (oracles/loaded_inputs.hpp, which the Python API shares).
 LoadedInputs load_inputs(const std::string& layer_name, const std::string& path, const std::vector<std::string>& sets,
                          Direction direction = Direction::forward);
 

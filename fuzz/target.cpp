@@ -88,7 +88,7 @@ class KernelTarget final : public Target {
                              const std::string& outputs_file) const override {
     return fmt::format("ttrcheck run --device {} --layer {} --in {} --out {} --arith {} --form {}{}",
                        backend_name(spec_.backend), layer, inputs_file, outputs_file, tier_name(spec_.dtype),
-                       form_name(kernel_.form), kernel_.form == Form::chunk ? " --chunk-size 64" : "");
+                       form_name(kernel_.form), kernel_.form == Form::sequential ? "" : " --chunk-size 64");
   }
 
  private:
@@ -110,7 +110,7 @@ std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& la
     const KernelImpl* k = layer.kernel(spec.backend, form);
     if (!k) throw InputError(fmt::format("--target {}: layer '{}' has no {} {} kernel", t, layer.spec.name,
                                          backend_name(spec.backend), form_name(form)));
-    if (form == Form::chunk && chunk != kKernelChunkSize)
+    if ((form == Form::chunk || form == Form::chunk_unscaled) && chunk != kKernelChunkSize)
       throw InputError(fmt::format("--target {}: the CUDA chunk kernels use --chunk-size {}", t, kKernelChunkSize));
     if (mutant != Mutant::none)
       throw InputError(fmt::format("--target {}: mutants are planted in the CPU kernels, not on the GPU", t));

@@ -128,8 +128,13 @@ struct KlaArgs {
 void validate(const KlaArgs& a);
 // Chunked two-level scans (chunks of 64): Möbius precision scan, then affine
 // information-mean scan (gpu/kla_kalman/scan.cu). Five launches; workspace
-// allocated on the stream and freed before returning.
+// allocated on the stream and freed before returning. Every quantity of both
+// scans carried as an fp32 mantissa with an int32 exponent (form `chunk`,
+// docs/kla-scaled.md): finite wherever the true outputs are.
 void kla_kalman_chunk_forward(const KlaArgs& a);
+// The same in the paper's representation (form `chunk_unscaled`): plain floats,
+// non-finite once Λ_t leaves fp32's range (p̄ = 0 and small ā).
+void kla_kalman_chunk_unscaled_forward(const KlaArgs& a);
 // The sequential form (FLA: fused_recurrent), one token at a time.
 void kla_kalman_sequential_forward(const KlaArgs& a);
 

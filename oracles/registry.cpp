@@ -75,7 +75,7 @@ void unregister_layer(const std::string& name) {
   t.pop_back();
 }
 
-const LayerEntry& find_layer(const std::string& name) {
+const LayerEntry& find_layer(std::string_view name) {
   std::string known;
   for (const auto& e : registry()) {
     if (e.spec.name == name) return e;

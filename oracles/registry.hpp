@@ -7,6 +7,7 @@
 #include <array>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "oracles/runner.hpp"
@@ -66,7 +67,9 @@ const LayerEntry& register_layer(LayerEntry entry);
 // declared layer or one that is not the last.
 void unregister_layer(const std::string& name);
 // InputError naming the layer and listing the known ones.
-const LayerEntry& find_layer(const std::string& name);
+// By value (a view): a reference parameter bound to a temporary string would make
+// g++ 13 warn (-Wdangling-reference) at every `const LayerEntry& e = find_layer("…")`.
+const LayerEntry& find_layer(std::string_view name);
 // "sequential" (also FLA's "fused_recurrent" and "recurrent"), "chunk", "scan",
 // "chunk_unscaled", "scan_unscaled".
 Form parse_form(const std::string& s);

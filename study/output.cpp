@@ -40,6 +40,7 @@ nlohmann::json figure_json(const Figure& f) {
                    {"y", f.y},               {"ref", f.ref},    {"series", f.series}, {"facet", f.facet}, {"where", f.where},
                    {"logx", f.logx},         {"logy", f.logy},   {"xlabel", f.xlabel.empty() ? f.x : f.xlabel},
                    {"ylabel", f.ylabel},     {"caption", f.caption}};
+  if (!std::isnan(f.ymin)) j["ymin"] = f.ymin;
   j["hlines"] = nlohmann::json::array();
   for (const auto& [v, label] : f.hlines) j["hlines"].push_back({{"value", v}, {"label", label}});
   return j;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -63,6 +64,9 @@ struct Figure {
   std::string xlabel = {}, ylabel = {};
   std::vector<std::pair<double, std::string>> hlines = {};  // reference levels (a threshold)
   std::string caption = {};                 // one sentence under the figure
+  // The y axis's lower end (NaN: matplotlib's choice), e.g. to keep a few exact
+  // zeros of rounding size from flattening a log axis.
+  double ymin = std::numeric_limits<double>::quiet_NaN();
 };
 
 enum class Verdict { agrees, disagrees, observed };

@@ -1,6 +1,6 @@
-// Times kla_kalman's chunk forward (gpu/kla_kalman/scan.cu) against its recurrent
-// kernel on the same inputs: median of CUDA-event timings, and the relative RMS
-// difference of their outputs. Usage: kla_bench [B T H N D reps] (default the
+// Times kla_kalman's chunk forward (gpu/kla_kalman/scan.cu: scaled, and in the
+// paper's unscaled representation) against its recurrent kernel on the same
+// inputs: median of CUDA-event timings, and the relative RMS difference of o. Usage: kla_bench [B T H N D reps] (default the
 // issue's shape B=4 T=4096 H=8 N=16 D=64, 20 repetitions).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&vr, nv * es));
     args.o = oc, args.o_var = vc;
     const double tc = median_ms([&] { ttr::gpu::kla_kalman_chunk_forward(args); }, reps);
+    const double tu = median_ms([&] { ttr::gpu::kla_kalman_chunk_unscaled_forward(args); }, reps);
+    ttr::gpu::kla_kalman_chunk_forward(args);  // o of the scaled kernel for the comparison below
     ttr::gpu::KlaArgs rec = args;
     rec.o = orr, rec.o_var = vr;
     const double tr = median_ms([&] { ttr::gpu::kla_kalman_sequential_forward(rec); }, reps);
@@ -84,8 +86,9 @@ int main(int argc, char** argv) {
     fetch(orr, y);
     double num = 0, den = 0;
     for (std::size_t i = 0; i < nv; ++i) num += (x[i] - y[i]) * double(x[i] - y[i]), den += double(y[i]) * y[i];
-    std::printf("%s  chunk %.3f  recurrent %.3f  recurrent/chunk %.2fx  o rel-rms(chunk-rec) %.2e\n",
-                bf ? "bf16" : "fp32", tc, tr, tr / tc, std::sqrt(num / den));
+    std::printf("%s  chunk %.3f  chunk_unscaled %.3f  (scaled/unscaled %.2fx)  recurrent %.3f  recurrent/chunk %.2fx"
+                "  o rel-rms(chunk-rec) %.2e\n",
+                bf ? "bf16" : "fp32", tc, tu, tc / tu, tr, tr / tc, std::sqrt(num / den));
   }
   return 0;
 }

@@ -1,4 +1,6 @@
-// kla_kalman on its CUDA kernels (gpu/kla_kalman/scan.cu): q, k, v in the dtype
+// kla_kalman on its CUDA kernels (gpu/kla_kalman/scan.cu): the chunked scans
+// scaled (`chunk`) and in the paper's representation (`chunk_unscaled`), and the
+// sequential kernel. q, k, v in the dtype
 // (rounded through fp32, as run_in_tier then policy_operand do for the CPU forms);
 // λv, ā, p̄ and the states fp32 (the policy's acc quantities,
 // reference/kla_kalman/scan.hpp). Any N ≤ 128 and D: no padding.
@@ -60,6 +62,7 @@ TensorMap<double> run(Form form, const TensorMap<double>& in, const Config& cfg,
   if (opt.poison)
     for (gpu::DeviceBuffer* b : {&dout, &dvar, &dlT, &deT}) b->fill_bytes(0xFF);  // NaN in bf16 and fp32
   if (form == Form::chunk) gpu::kla_kalman_chunk_forward(a);
+  else if (form == Form::chunk_unscaled) gpu::kla_kalman_chunk_unscaled_forward(a);
   else gpu::kla_kalman_sequential_forward(a);
   gpu::synchronize();
   TensorMap<double> out;
@@ -76,6 +79,11 @@ TensorMap<double> run(Form form, const TensorMap<double>& in, const Config& cfg,
 TensorMap<double> kla_kalman__cuda__chunk__forward(const TensorMap<double>& in, const Config& cfg, Tier dtype,
                                                    const KernelOptions& opt) {
   return run(Form::chunk, in, cfg, dtype, opt);
+}
+
+TensorMap<double> kla_kalman__cuda__chunk_unscaled__forward(const TensorMap<double>& in, const Config& cfg,
+                                                            Tier dtype, const KernelOptions& opt) {
+  return run(Form::chunk_unscaled, in, cfg, dtype, opt);
 }
 
 TensorMap<double> kla_kalman__cuda__sequential__forward(const TensorMap<double>& in, const Config& cfg, Tier dtype,

@@ -1,6 +1,9 @@
 // kla_kalman forward (KLA-K §4.2, Alg. 1): the Möbius precision scan and the
 // affine information-mean scan as chunked two-level scans (chunks of 64 tokens),
-// the plan of reference/kla_kalman/scan.hpp's `chunk` form:
+// the plan of the CPU `chunk` forms, in two representations (Num, mobius.cuh):
+// Sf, scaled (form `chunk`, reference/kla_kalman/scaled_scan.hpp: cannot
+// overflow), and float, the paper's (form `chunk_unscaled`,
+// reference/kla_kalman/scan.hpp: overflows with Λ_t). The stages:
 //
 //   1. mobius_aggregates  (chunks × B·H × slot tiles): per slot, the sequential
 //      prefix of M_t inside the chunk (registers); the chunk aggregate is stored.
@@ -22,10 +25,11 @@
 // Recomputing the local scans (stages 3 and 5) is cheaper than storing Λ_t for
 // every token and slot (T·N·D floats per head).
 //
-// Arithmetic (docs/arithmetic-policies.md, scan.hpp's policy): q, k, v in the
+// Arithmetic (docs/arithmetic-policies.md, the CPU forms' policy): q, k, v in the
 // dtype; λv, ā, p̄, the initial and final states, Λ_t, f_t and the affine factors
-// A in fp32; narrowed to the dtype: every stored aggregate and carry (all four
-// Möbius entries, the affine part B), o and o_var. The carry scan runs left to
+// A in fp32 (scaled: fp32 mantissas with int32 exponents); narrowed to the dtype:
+// every stored aggregate and carry (all four Möbius entries, the affine part B —
+// scaled: their mantissas), o and o_var. The carry scan runs left to
 // right (the CPU form scans the aggregates by Blelloch's tree: another
 // bracketing, the same narrowing points).
 #include <cuda_runtime.h>
@@ -43,7 +47,10 @@ namespace ttr::gpu {
 namespace {
 
 using kla::Affine;
+using kla::lift;
+using kla::mul_add;
 using kla::Mobius;
+using kla::out;
 
 constexpr int kChunk = 64;  // tokens per chunk
 constexpr int kSlots = 256; // slots per block (stages 1–4)
@@ -58,40 +65,43 @@ struct Shape {
 };
 
 // Per-slot inputs a thread reads once per slot.
+template <class Num>
 struct Slot {
-  float a, a2, p, lam0, eta0;
+  Num a, a2, p, lam0, eta0;
 };
 
-__device__ inline Slot load_slot(const Shape& s, const float* a_bar, const float* p_bar, const float* lambda_init,
+template <class Num>
+__device__ inline Slot<Num> load_slot(const Shape& s, const float* a_bar, const float* p_bar, const float* lambda_init,
                                  const float* eta_init, float lambda0, int bh, int n, int d) {
   const int h = bh % s.H;
   const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
   const std::int64_t bs = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
-  Slot x;
-  x.a = a_bar[hs];
+  Slot<Num> x;
+  x.a = lift<Num>(a_bar[hs]);
   x.a2 = x.a * x.a;
-  x.p = p_bar[hs];
-  x.lam0 = lambda_init ? lambda_init[bs] : lambda0;
-  x.eta0 = eta_init ? eta_init[bs] : 0.0f;
+  x.p = lift<Num>(p_bar[hs]);
+  x.lam0 = lift<Num>(lambda_init ? lambda_init[bs] : lambda0);
+  x.eta0 = lift<Num>(eta_init ? eta_init[bs] : 0.0f);
   return x;
 }
 
-template <class E>
+template <class E, class Num>
 __global__ void __launch_bounds__(kSlots) mobius_aggregates(Shape s, const E* __restrict__ k,
                                                             const float* __restrict__ lv,
                                                             const float* __restrict__ a_bar,
                                                             const float* __restrict__ p_bar,
-                                                            Mobius* __restrict__ agg) {
+                                                            Mobius<Num>* __restrict__ agg) {
   const int c = blockIdx.x, bh = blockIdx.y, slot = blockIdx.z * kSlots + threadIdx.x;
   if (slot >= s.N * s.D) return;
   const int n = slot / s.D, d = slot % s.D;
   const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
   const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
-  const float a = a_bar[hs], a2 = a * a, p = p_bar[hs];
-  Mobius local{};
+  const Num a = lift<Num>(a_bar[hs]), a2 = a * a, p = lift<Num>(p_bar[hs]);
+  Mobius<Num> local{};
   for (int t = t0; t < t1; ++t) {
     const std::int64_t r = s.row(b, t, h);
-    const Mobius m = kla::step_matrix(Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d], a2, p);
+    const Mobius<Num> m =
+        kla::step_matrix(lift<Num>(Elem<E>::to_float(k[r * s.N + n])), lift<Num>(lv[r * s.D + d]), a2, p);
     local = t == t0 ? m : kla::compose(local, m);
   }
   agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
@@ -117,56 +127,58 @@ __global__ void __launch_bounds__(kSlots) carries(Shape s, X* __restrict__ x) {
 // Stages 3 and 5 share the walk over one chunk of one slot: Λ_t from the carried
 // Möbius prefix (Cor. 1.1), the affine prefix of the mean track inside the chunk
 // and, with a carried affine prefix, η_t = A_{1:t} η_0 + b_{1:t} (Cor. 2.1).
-template <class E>
+template <class Num>
 struct SlotWalk {
-  Slot x;
-  Mobius carry_m;         // the carry-ins (unused in chunk 0, where they are the identity)
-  Affine carry_a;
+  Slot<Num> x;
+  Mobius<Num> carry_m;    // the carry-ins (unused in chunk 0, where they are the identity)
+  Affine<Num> carry_a;
   bool carried_m, carried_a;
-  float lam_prev;         // Λ_{t−1}
-  Mobius local{};         // M_t ⋯ M_{t0}
-  Affine mean{};          // the chunk's affine prefix
+  Num lam_prev;           // Λ_{t−1}
+  Mobius<Num> local{};    // M_t ⋯ M_{t0}
+  Affine<Num> mean{};     // the chunk's affine prefix
 
-  __device__ SlotWalk(const Slot& s, const Mobius* cm, const Affine* ca)
-      : x(s), carry_m(cm ? *cm : Mobius{}), carry_a(ca ? *ca : Affine{}), carried_m(cm), carried_a(ca) {
+  __device__ SlotWalk(const Slot<Num>& s, const Mobius<Num>* cm, const Affine<Num>* ca)
+      : x(s), carry_m(cm ? *cm : Mobius<Num>{}), carry_a(ca ? *ca : Affine<Num>{}), carried_m(cm), carried_a(ca) {
     lam_prev = carried_m ? kla::apply(carry_m, x.lam0) : x.lam0;
   }
   // Token t (first: t is the chunk's first token); returns Λ_t, sets eta (with carry_a).
-  __device__ float step(bool first, float kn, float lvd, float vd, float& eta) {
-    const Mobius m = kla::step_matrix(kn, lvd, x.a2, x.p);
+  __device__ Num step(bool first, Num kn, Num lvd, Num vd, Num& eta) {
+    const Mobius<Num> m = kla::step_matrix(kn, lvd, x.a2, x.p);
     local = first ? m : kla::compose(local, m);
-    const float lam = kla::apply(carried_m ? kla::compose(carry_m, local) : local, x.lam0);  // P_t(Λ_0)
+    const Num lam = kla::apply(carried_m ? kla::compose(carry_m, local) : local, x.lam0);  // P_t(Λ_0)
     // eq. (19): f_t = ā/(ā² + p̄Λ_{t−1}), b_t = k_n (λv_d v_d)
-    const Affine st{x.a / (x.a2 + x.p * lam_prev), kn * (lvd * vd)};
+    const Affine<Num> st{x.a / mul_add(x.p, lam_prev, x.a2), kn * (lvd * vd)};
     mean = first ? st : kla::compose(mean, st);
-    const Affine full = carried_a ? kla::compose(carry_a, mean) : mean;
-    eta = full.B + full.A * x.eta0;
+    const Affine<Num> full = carried_a ? kla::compose(carry_a, mean) : mean;
+    eta = mul_add(full.A, x.eta0, full.B);
     lam_prev = lam;
     return lam;
   }
 };
 
-template <class E>
+template <class E, class Num>
 __global__ void __launch_bounds__(kSlots) affine_aggregates(Shape s, const E* __restrict__ k,
                                                             const E* __restrict__ v, const float* __restrict__ lv,
                                                             const float* __restrict__ a_bar,
                                                             const float* __restrict__ p_bar,
                                                             const float* __restrict__ lambda_init,
                                                             const float* __restrict__ eta_init, float lambda0,
-                                                            const Mobius* __restrict__ carry_m,
-                                                            Affine* __restrict__ agg) {
+                                                            const Mobius<Num>* __restrict__ carry_m,
+                                                            Affine<Num>* __restrict__ agg) {
   const int c = blockIdx.x, bh = blockIdx.y, slot = blockIdx.z * kSlots + threadIdx.x;
   if (slot >= s.N * s.D) return;
   const int n = slot / s.D, d = slot % s.D;
   const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
-  const Mobius cm = carry_m[s.ws(bh, c, n, d)];
-  SlotWalk<E> w(load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d), c > 0 ? &cm : nullptr, nullptr);
+  const Mobius<Num> cm = carry_m[s.ws(bh, c, n, d)];
+  SlotWalk<Num> w(load_slot<Num>(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d), c > 0 ? &cm : nullptr,
+                  nullptr);
   for (int t = t0; t < t1; ++t) {
     const std::int64_t r = s.row(b, t, h);
-    float eta;
-    (void)w.step(t == t0, Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d], Elem<E>::to_float(v[r * s.D + d]), eta);
+    Num eta;
+    (void)w.step(t == t0, lift<Num>(Elem<E>::to_float(k[r * s.N + n])), lift<Num>(lv[r * s.D + d]),
+                 lift<Num>(Elem<E>::to_float(v[r * s.D + d])), eta);
   }
-  const Affine local = w.mean;
+  const Affine<Num> local = w.mean;
   agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
 }
 
@@ -177,15 +189,15 @@ __global__ void __launch_bounds__(kSlots) affine_aggregates(Shape s, const E* __
 constexpr int kSub = 8;
 constexpr int kOutThreads = 256;
 
-template <class E>
+template <class E, class Num>
 __global__ void __launch_bounds__(kOutThreads) outputs(Shape s, int cols, const E* __restrict__ q,
                                                        const E* __restrict__ k, const E* __restrict__ v,
                                                        const float* __restrict__ lv, const float* __restrict__ a_bar,
                                                        const float* __restrict__ p_bar,
                                                        const float* __restrict__ lambda_init,
                                                        const float* __restrict__ eta_init, float lambda0, float scale,
-                                                       const Mobius* __restrict__ carry_m,
-                                                       const Affine* __restrict__ carry_a, E* __restrict__ o,
+                                                       const Mobius<Num>* __restrict__ carry_m,
+                                                       const Affine<Num>* __restrict__ carry_a, E* __restrict__ o,
                                                        E* __restrict__ o_var, float* __restrict__ lambda_T,
                                                        float* __restrict__ eta_T) {
   // terms[i][t][n][j]: i = 0 q_n μ, i = 1 q_n²/Λ; column j of the block.
@@ -195,15 +207,15 @@ __global__ void __launch_bounds__(kOutThreads) outputs(Shape s, int cols, const 
   const int t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
   const int n = threadIdx.x / cols, j = threadIdx.x % cols, d = blockIdx.z * cols + j;
   const bool mine = threadIdx.x < slots && d < s.D;  // the others only share the barriers
-  Mobius cm{};
-  Affine ca{};
-  Slot x{};
+  Mobius<Num> cm{};
+  Affine<Num> ca{};
+  Slot<Num> x{};
   if (mine) {
     const std::int64_t w = s.ws(bh, c, n, d);
     cm = carry_m[w], ca = carry_a[w];
-    x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
+    x = load_slot<Num>(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
   }
-  SlotWalk<E> walk(x, c > 0 ? &cm : nullptr, c > 0 ? &ca : nullptr);
+  SlotWalk<Num> walk(x, c > 0 ? &cm : nullptr, c > 0 ? &ca : nullptr);
   const auto term = [&](int i, int t, int nn, int jj) -> float& {
     return terms[((i * kSub + t) * s.N + nn) * cols + jj];
   };
@@ -212,16 +224,19 @@ __global__ void __launch_bounds__(kOutThreads) outputs(Shape s, int cols, const 
     if (mine)
       for (int t = u0; t < u1; ++t) {
         const std::int64_t r = s.row(b, t, h);
-        float eta;
-        const float lam = walk.step(t == t0, Elem<E>::to_float(k[r * s.N + n]), lv[r * s.D + d],
-                                    Elem<E>::to_float(v[r * s.D + d]), eta);
+        Num eta;
+        const Num lam = walk.step(t == t0, lift<Num>(Elem<E>::to_float(k[r * s.N + n])), lift<Num>(lv[r * s.D + d]),
+                                  lift<Num>(Elem<E>::to_float(v[r * s.D + d])), eta);
         const float qn = Elem<E>::to_float(q[r * s.N + n]);
-        term(0, t - u0, n, j) = qn * (eta / lam);  // q_n μ, μ = η/Λ
-        term(1, t - u0, n, j) = qn * qn / lam;
-        if (t == s.T - 1) {
+        const Num qs = lift<Num>(qn);
+        // q_n μ, μ = η/Λ, and q_n²/Λ: scaled quotients rounded into fp32 once
+        // (below its range: gradual underflow, the faithful tiny value).
+        term(0, t - u0, n, j) = qn * out(eta / lam);
+        term(1, t - u0, n, j) = out(qs * qs / lam);
+        if (t == s.T - 1) {  // ±inf exactly where the true final state is beyond fp32
           const std::int64_t f = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
-          lambda_T[f] = lam;
-          eta_T[f] = eta;
+          lambda_T[f] = out(lam);
+          eta_T[f] = out(eta);
         }
       }
     __syncthreads();
@@ -259,7 +274,7 @@ __global__ void __launch_bounds__(kRecCols) recurrent(Shape s, const E* __restri
   if (d >= s.D) return;
   const int b = bh / s.H, h = bh % s.H;
   for (int n = 0; n < s.N; ++n) {
-    const Slot x = load_slot(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
+    const Slot<float> x = load_slot<float>(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
     Lam[n * kRecCols + j] = x.lam0;
     Eta[n * kRecCols + j] = x.eta0;
   }
@@ -292,16 +307,16 @@ __global__ void __launch_bounds__(kRecCols) recurrent(Shape s, const E* __restri
 Shape shape_of(const KlaArgs& a) { return {a.B, a.T, a.H, a.N, a.D, (a.T + kChunk - 1) / kChunk}; }
 unsigned tiles(int n, int per) { return static_cast<unsigned>((n + per - 1) / per); }
 
-template <class E>
+template <class E, class Num>
 void chunk_forward(const KlaArgs& a) {
   const Shape s = shape_of(a);
   const auto stream = static_cast<cudaStream_t>(a.stream);
   const std::size_t slots = static_cast<std::size_t>(a.B) * a.H * s.chunks * a.N * a.D;
   unsigned char* ws = nullptr;
-  const std::size_t bytes_m = (slots * sizeof(Mobius) + 255) / 256 * 256;
-  TTR_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws), bytes_m + slots * sizeof(Affine), stream));
-  auto* wm = reinterpret_cast<Mobius*>(ws);
-  auto* wa = reinterpret_cast<Affine*>(ws + bytes_m);
+  const std::size_t bytes_m = (slots * sizeof(Mobius<Num>) + 255) / 256 * 256;
+  TTR_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws), bytes_m + slots * sizeof(Affine<Num>), stream));
+  auto* wm = reinterpret_cast<Mobius<Num>*>(ws);
+  auto* wa = reinterpret_cast<Affine<Num>*>(ws + bytes_m);
   const auto* q = static_cast<const E*>(a.q);
   const auto* k = static_cast<const E*>(a.k);
   const auto* v = static_cast<const E*>(a.v);
@@ -312,16 +327,16 @@ void chunk_forward(const KlaArgs& a) {
   const dim3 slot_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
   const dim3 carry_grid(static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
   try {
-    mobius_aggregates<E><<<slot_grid, kSlots, 0, stream>>>(s, k, a.lambda_v, a.a_bar, a.p_bar, wm);
+    mobius_aggregates<E, Num><<<slot_grid, kSlots, 0, stream>>>(s, k, a.lambda_v, a.a_bar, a.p_bar, wm);
     TTR_CUDA_CHECK_LAUNCH("kla mobius_aggregates");
-    carries<E, Mobius><<<carry_grid, kSlots, 0, stream>>>(s, wm);
+    carries<E, Mobius<Num>><<<carry_grid, kSlots, 0, stream>>>(s, wm);
     TTR_CUDA_CHECK_LAUNCH("kla carries<Mobius>");
-    affine_aggregates<E><<<slot_grid, kSlots, 0, stream>>>(s, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init,
+    affine_aggregates<E, Num><<<slot_grid, kSlots, 0, stream>>>(s, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init,
                                                           a.eta_init, a.lambda0, wm, wa);
     TTR_CUDA_CHECK_LAUNCH("kla affine_aggregates");
-    carries<E, Affine><<<carry_grid, kSlots, 0, stream>>>(s, wa);
+    carries<E, Affine<Num>><<<carry_grid, kSlots, 0, stream>>>(s, wa);
     TTR_CUDA_CHECK_LAUNCH("kla carries<Affine>");
-    outputs<E><<<out_grid, kOutThreads, out_shmem, stream>>>(
+    outputs<E, Num><<<out_grid, kOutThreads, out_shmem, stream>>>(
         s, cols, q, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init, a.eta_init, a.lambda0, a.scale, wm, wa,
         static_cast<E*>(a.o), static_cast<E*>(a.o_var), a.lambda_T, a.eta_T);
     TTR_CUDA_CHECK_LAUNCH("kla outputs");
@@ -359,8 +374,14 @@ void validate(const KlaArgs& a) {
 
 void kla_kalman_chunk_forward(const KlaArgs& a) {
   validate(a);
-  if (a.dtype == DType::bf16) chunk_forward<__nv_bfloat16>(a);
-  else chunk_forward<float>(a);
+  if (a.dtype == DType::bf16) chunk_forward<__nv_bfloat16, kla::Sf>(a);
+  else chunk_forward<float, kla::Sf>(a);
+}
+
+void kla_kalman_chunk_unscaled_forward(const KlaArgs& a) {
+  validate(a);
+  if (a.dtype == DType::bf16) chunk_forward<__nv_bfloat16, float>(a);
+  else chunk_forward<float, float>(a);
 }
 
 void kla_kalman_sequential_forward(const KlaArgs& a) {

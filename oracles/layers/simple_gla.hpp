@@ -2,6 +2,7 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "oracles/layers/gated_linear_backward_forms.hpp"
 #include "reference/simple_gla/backward.hpp"
 #include "reference/simple_gla/chunk.hpp"
 #include "reference/simple_gla/scan.hpp"
@@ -9,18 +10,19 @@
 
 namespace ttr::layers {
 
-struct simple_gla {
+struct simple_gla : gated_linear_backward_forms<simple_gla> {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     simple_gla_sequential(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"), scale_of(cfg, in.at("q")), out["o"], out["ht"]);
   }
 
-  // The backward direction: the hand-derived adjoint of the sequential form.
-  template <class T>
-  static void sequential_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
+  // The backward direction, every form (gated_linear_backward_forms): the
+  // sequential adjoint, the chunk or the scan backward, as `core` says.
+  template <class T, class Core>
+  static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
     Tensor<T> dh0;
     simple_gla_backward(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"), scale_of(cfg, in.at("q")),
-                 in.at("do"), optional_input(in, "dht"), out["dq"], out["dk"], out["dv"], out["dg"], dh0);
+                 in.at("do"), optional_input(in, "dht"), out["dq"], out["dk"], out["dv"], out["dg"], dh0, core);
     put_if_given(in, "h0", out, std::move(dh0));
   }
 

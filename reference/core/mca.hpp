@@ -12,6 +12,17 @@
 // bf16 input narrowed to bf16 is unchanged), and perturbing it would model
 // errors a kernel does not make.
 //
+// Elementwise functions (exp, log, sqrt) are the exception to independent draws:
+// a kernel that evaluates exp at the same argument twice gets the same rounded
+// value twice (rounding is a function of the exact value), so their perturbation
+// is a hash of (run, function, argument) rather than the next draw. It matters
+// where arguments repeat: with a gate constant over the sequence (g_t = −0.01)
+// a bf16 kernel rounds e^{g} the same way at every token, and the error of the
+// state's geometric memory (~1/(1 − e^{g}) tokens) grows coherently, linearly in
+// that memory; independent draws average it away like a random walk, and a
+// correct bf16 sequential simple_gla backward was judged at ratio 10.6 on dg
+// (sweep-decay at δ = 0.01; docs/error-model.md, "Elementwise functions").
+//
 // The perturbation stream is thread-local, seeded explicitly (mca_seed), and
 // drawn in program order: the same seed gives bit-identical runs. Operations
 // in double add a relative 2^-53 of their own, negligible against the u_op of
@@ -20,6 +31,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "reference/core/intermediate.hpp"
@@ -62,6 +74,7 @@ struct McaContext {
   bool trace_range = false;
   double op_max = 0.0, store_max = 0.0;
   McaRangeEvent first_beyond;
+  std::uint64_t key = 0;  // of the run: the elementwise functions' value-keyed perturbations
 };
 
 inline McaContext& mca_context() {
@@ -83,6 +96,7 @@ inline void mca_seed(std::uint64_t seed, double u_op, McaFormat op_format, doubl
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     w = z ^ (z >> 31);
   }
+  c.key = c.s[0] ^ (c.s[1] * 0xD6E8FEB86659FD93ull);
 }
 
 // The format's smallest normal number: below it the format's numbers are
@@ -104,15 +118,28 @@ inline double mca_min_normal(McaFormat f) {
 // the format's subnormal range (above); zeros, non-finite values and values
 // representable in the format are left alone (rounding to nearest does not move
 // them).
-inline double mca_perturb(double x, double u, McaFormat f) {
+//
+// keyed (the elementwise functions): ξ is instead a hash of (the run's key, `tag`,
+// the argument's bits), so equal arguments get equal perturbations within a run;
+// the stream is still advanced, so every other operation draws what it drew before.
+inline double mca_perturb(double x, double u, McaFormat f, const double* keyed_arg = nullptr,
+                          std::uint64_t tag = 0) {
   if (u == 0.0 || x == 0.0 || !std::isfinite(x) || mca_representable(x, f)) return x;
   McaContext& c = mca_context();
   const std::uint64_t s0 = c.s[0];
   std::uint64_t s1 = c.s[1];
-  const std::uint64_t r = s0 + s1;
+  std::uint64_t r = s0 + s1;
   s1 ^= s0;
   c.s[0] = ((s0 << 24) | (s0 >> 40)) ^ s1 ^ (s1 << 16);
   c.s[1] = (s1 << 37) | (s1 >> 27);
+  if (keyed_arg) {  // splitmix64 of (key, tag, argument)
+    std::uint64_t bits;
+    std::memcpy(&bits, keyed_arg, sizeof bits);
+    std::uint64_t z = c.key ^ (tag * 0x9E3779B97F4A7C15ull) ^ (bits * 0xBF58476D1CE4E5B9ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    r = z ^ (z >> 31);
+  }
   const double xi = static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0;  // [−1, 1)
   const double m = mca_min_normal(f);
   if (std::fabs(x) < m) return x + u * xi * m;
@@ -142,9 +169,10 @@ class McaReal {
   friend bool operator<=(McaReal a, McaReal b) { return a.v_ <= b.v_; }
   friend bool operator>=(McaReal a, McaReal b) { return a.v_ >= b.v_; }
 
-  friend McaReal sqrt(McaReal a) { return op(std::sqrt(a.v_), "sqrt"); }
-  friend McaReal exp(McaReal a) { return op(std::exp(a.v_), "exp"); }
-  friend McaReal log(McaReal a) { return op(std::log(a.v_), nullptr); }
+  // Elementwise functions: one rounding per (function, argument) within a run (file comment).
+  friend McaReal sqrt(McaReal a) { return keyed(std::sqrt(a.v_), a.v_, 1, "sqrt"); }
+  friend McaReal exp(McaReal a) { return keyed(std::exp(a.v_), a.v_, 2, "exp"); }
+  friend McaReal log(McaReal a) { return keyed(std::log(a.v_), a.v_, 3, nullptr); }
   friend McaReal abs(McaReal a) { return McaReal(std::fabs(a.v_)); }
   friend McaReal fabs(McaReal a) { return McaReal(std::fabs(a.v_)); }
   friend bool isfinite(McaReal a) { return std::isfinite(a.v_); }
@@ -154,6 +182,11 @@ class McaReal {
     McaContext& c = mca_context();
     if (c.trace_range) trace(c, x, c.op_max, what);
     return McaReal(mca_perturb(x, c.u_op, c.op_format));
+  }
+  static McaReal keyed(double x, double arg, std::uint64_t tag, const char* what) {
+    McaContext& c = mca_context();
+    if (c.trace_range) trace(c, x, c.op_max, what);
+    return McaReal(mca_perturb(x, c.u_op, c.op_format, &arg, tag));
   }
  public:
   // Records x as the first value beyond `limit` (what == nullptr: not traced).

@@ -19,19 +19,26 @@
 // This is the order of FLA's naive recurrent backward: one sweep from T down to 1
 // carrying dS (PDN App. D, Fig. 9 (a), steps 1-3, run token by token).
 //
-// Stored vs recomputed (checkpointing): a forward sweep (the forward's own
-// delta_sequence, one token at a time, so the states are bit for bit the
-// forward's) stores S before every C-th token (C = checkpoint_every, default
-// ⌈√T⌉); the adjoint sweep takes the segments last to first, re-steps each from its
-// checkpoint keeping S_{t-1} for its C tokens, and recomputes S̄_t, u_t, δ_t and S_t
-// per token. Memory (⌈T/C⌉ + C)·K·V per sequence instead of T·K·V (4096·128² values:
-// 0.5 GB in float64, several in MPFR); every state is stepped by the same code from
-// the same values, so the gradients are bit for bit those of C = T. The adjoint's
-// per-token work is three sweeps over the state (S̄ and u; S_t, the read and the
-// write; the read-back and the decay), each element's operations and every
-// accumulator's order of summation those of the derivation's line-by-line order.
-// Operation count per state element and token: forward 4 (decay, u, write, read),
-// backward 4 + 4 (the two forward sweeps) + 11 (the adjoint): ~5× the forward.
+// Stored vs recomputed (checkpointing). One forward sweep (the forward's own
+// operations on the state: decay, read-back, write; so the states are bit for bit
+// the forward's) stores S before every C-th token (C = checkpoint_every, default
+// ⌈√T⌉) and, per token, the V-vectors r_t = v_t − u_t and δ_t = β_t r_t; since
+// dq_t = scale·S_t do_t needs nothing of the adjoint, it is taken there too, from
+// S_t as the write leaves it. The adjoint sweep then takes the segments last to
+// first: it re-steps each from its checkpoint with the stored δ (decay and write
+// only: no read-back, no readout), keeping S̄_t = D_t S_{t-1} for its C tokens, and
+// runs the remaining adjoint lines over the state in two sweeps (the write; the
+// read-back and the decay). The last segment is not re-stepped: the forward sweep
+// keeps its S̄_t directly. Memory (⌈T/C⌉ + C)·K·V + 2·T·V per sequence instead of
+// T·K·V (4096·128² values: 0.5 GB in float64, several in MPFR). Every value is
+// computed by the same rounded operations in the same order as in the derivation's
+// line-by-line order (each accumulator summed j or i ascending), so the gradients
+// are bit for bit those of C = T and of the former layout that kept every state and
+// recomputed S̄_t, u_t, S_t in the adjoint (tests/backward/delta_backward_bitwise_test).
+// Operation count per state element and token: forward 4 (decay, read-back, write,
+// read); backward 4 (forward sweep: decay, read-back, write, dq) + 2 (re-step: decay,
+// write, on T − C tokens) + 7 (the adjoint: dS += q̂ doᵀ, dw, dδ; dk, dS += k duᵀ,
+// dg, dS ← D dS̄): ~3.25× the forward.
 #pragma once
 
 #include <algorithm>
@@ -72,71 +79,92 @@ void delta_sequence_backward(const DeltaSequence<T>& s, std::int64_t len, int K,
   const std::size_t KV = static_cast<std::size_t>(K) * V;
   const std::int64_t C = delta_checkpoint_spacing(len, checkpoint_every);
   const std::int64_t segments = (len + C - 1) / C;
-  // One token of the forward itself: S ← S_t from S_{t-1}.
-  std::vector<T> o_scratch(V);
-  auto step = [&](std::int64_t t, T* S) {
-    const auto at = [t](const SeqView<const T>& x) { return SeqView<const T>{x.base ? x.row(t) : nullptr, x.stride, x.features}; };
-    const DeltaSequence<T> one{at(s.q), at(s.k), at(s.v), at(s.w), at(s.beta), at(s.g), s.decay};
-    delta_sequence(one, 1, K, V, scale, S, SeqView<T>{o_scratch.data(), 0, V});
-  };
-  // Forward sweep: the checkpoints S_{t-1} for t = 0, C, 2C, ...
-  std::vector<T> checkpoints(static_cast<std::size_t>(segments) * KV), S(S0, S0 + KV);
+  const std::int64_t last0 = (segments - 1) * C;  // first token of the last segment
+  std::vector<T> d(K, from_double<T>(1.0)), u(V), ddelta(V), du(V);
+  // r_t = v_t − u_t and δ_t = β_t r_t of every token; S̄_t of the segment at hand.
+  std::vector<T> rs(static_cast<std::size_t>(len) * V), deltas(static_cast<std::size_t>(len) * V);
+  std::vector<T> checkpoints(static_cast<std::size_t>(std::max<std::int64_t>(segments - 1, 0)) * KV);
+  std::vector<T> Sbars(static_cast<std::size_t>(C) * KV), S(S0, S0 + KV);
+  T acc = zero, acc2 = zero;
+  // Forward sweep: the forward's decay, read-back and write (delta.hpp); the
+  // checkpoints; dq_t = scale·S_t do_t.
   for (std::int64_t t = 0; t < len; ++t) {
-    if (t % C == 0) std::copy(S.begin(), S.end(), checkpoints.begin() + static_cast<std::ptrdiff_t>(t / C * KV));
-    step(t, S.data());
+    if (t % C == 0 && t < last0)
+      std::copy(S.begin(), S.end(), checkpoints.begin() + static_cast<std::ptrdiff_t>(t / C * KV));
+    decay_factors(s.decay, s.g, t, K, d);
+    const T* kt = s.k.row(t);
+    const T* wt = s.w.row(t);
+    const T* vt = s.v.row(t);
+    const T* dot_ = do_.row(t);
+    T* keep = t >= last0 ? Sbars.data() + (t - last0) * KV : nullptr;  // the last segment's S̄_t
+    for (int j = 0; j < V; ++j) u[j] = zero;
+    for (int i = 0; i < K; ++i) {
+      T* Si = S.data() + static_cast<std::ptrdiff_t>(i) * V;
+      for (int j = 0; j < V; ++j) {
+        if (s.decay != Decay::none) scale_by(Si[j], d[i]);
+        mul_add_to(u[j], kt[i], Si[j]);
+        if (keep) keep[static_cast<std::size_t>(i) * V + j] = Si[j];
+      }
+    }
+    T* r = rs.data() + t * V;
+    T* delta = deltas.data() + t * V;
+    const T& b = s.beta.at(t);
+    for (int j = 0; j < V; ++j) {
+      r[j] = vt[j] - u[j];
+      delta[j] = b * r[j];
+    }
+    for (int i = 0; i < K; ++i) {
+      T* Si = S.data() + static_cast<std::ptrdiff_t>(i) * V;
+      acc = zero;
+      for (int j = 0; j < V; ++j) {
+        mul_add_to(Si[j], wt[i], delta[j]);
+        mul_add_to(acc, Si[j], dot_[j]);
+      }
+      gr.dq.row(t)[i] = scale * acc;
+    }
   }
   // Backward sweep, segment by segment.
-  std::vector<T> states(static_cast<std::size_t>(C) * KV);
-  std::vector<T> d(K, from_double<T>(1.0)), Sbar(KV), u(V), delta(V), r(V), ddelta(V), du(V);
-  T st = zero, acc = zero, acc2 = zero;
   for (std::int64_t seg = segments - 1; seg >= 0; --seg) {
     const std::int64_t t0 = seg * C, t1 = std::min(len, t0 + C);
-    std::copy(checkpoints.begin() + static_cast<std::ptrdiff_t>(seg * KV),
-              checkpoints.begin() + static_cast<std::ptrdiff_t>((seg + 1) * KV), S.begin());
-    for (std::int64_t t = t0; t < t1; ++t) {
-      std::copy(S.begin(), S.end(), states.begin() + static_cast<std::ptrdiff_t>((t - t0) * KV));
-      if (t + 1 < t1) step(t, S.data());
+    if (seg < segments - 1) {  // re-step: S̄_t = D S_{t-1}, S_t = S̄_t + w δᵀ with the stored δ
+      std::copy(checkpoints.begin() + static_cast<std::ptrdiff_t>(seg * KV),
+                checkpoints.begin() + static_cast<std::ptrdiff_t>((seg + 1) * KV), S.begin());
+      for (std::int64_t t = t0; t < t1; ++t) {  // one pass over the state per token
+        decay_factors(s.decay, s.g, t, K, d);
+        T* Sbar = Sbars.data() + (t - t0) * KV;
+        const T* wt = s.w.row(t);
+        const T* delta = deltas.data() + t * V;
+        const bool write = t + 1 < t1;  // S_t is needed only as the next token's S_{t-1}
+        for (int i = 0; i < K; ++i)
+          for (int j = 0; j < V; ++j) {
+            const std::size_t e = static_cast<std::size_t>(i) * V + j;
+            if (s.decay != Decay::none) scale_by(S[e], d[i]);
+            Sbar[e] = S[e];
+            if (write) mul_add_to(S[e], wt[i], delta[j]);
+          }
+      }
     }
     for (std::int64_t t = t1 - 1; t >= t0; --t) {
       decay_factors(s.decay, s.g, t, K, d);
-      const T* Sp = states.data() + (t - t0) * KV;
+      const T* Sbar = Sbars.data() + (t - t0) * KV;
       const T* qt = s.q.row(t);
       const T* kt = s.k.row(t);
       const T* wt = s.w.row(t);
-      const T* vt = s.v.row(t);
       const T* dot_ = do_.row(t);
+      const T* r = rs.data() + t * V;
+      const T* delta = deltas.data() + t * V;
       const T& b = s.beta.at(t);
-      // Sweep 1: S̄_t = D S_{t-1} and u_t = S̄_tᵀ k_t (as the forward), δ_t.
-      for (int j = 0; j < V; ++j) u[j] = zero;
-      for (int i = 0; i < K; ++i)
-        for (int j = 0; j < V; ++j) {
-          const std::size_t e = static_cast<std::size_t>(i) * V + j;
-          Sbar[e] = Sp[e];
-          if (s.decay != Decay::none) Sbar[e] *= d[i];
-          mul_add_to(u[j], kt[i], Sbar[e]);
-        }
-      for (int j = 0; j < V; ++j) {
-        r[j] = vt[j] - u[j];
-        delta[j] = b * r[j];
-        ddelta[j] = zero;
-      }
-      // Sweep 2, per element: S_t = S̄_t + w δᵀ (as the forward writes it); the read
-      // dq_t = scale·S_t do_t, dS += q̂ doᵀ; the write dw = dS δ, dδ = dSᵀ w.
+      for (int j = 0; j < V; ++j) ddelta[j] = zero;
+      // Sweep 1, per element: the read dS += q̂ doᵀ; the write dw = dS δ, dδ = dSᵀ w.
       for (int i = 0; i < K; ++i) {
         const T qh = scale * qt[i];
-        acc = zero;
         acc2 = zero;
         for (int j = 0; j < V; ++j) {
-          const std::size_t e = static_cast<std::size_t>(i) * V + j;
-          st = Sbar[e];
-          mul_add_to(st, wt[i], delta[j]);
-          mul_add_to(acc, st, dot_[j]);
-          T& g = dS[e];
+          T& g = dS[static_cast<std::size_t>(i) * V + j];
           mul_add_to(g, qh, dot_[j]);
           mul_add_to(acc2, g, delta[j]);
           mul_add_to(ddelta[j], wt[i], g);
         }
-        gr.dq.row(t)[i] = scale * acc;
         gr.dw.row(t)[i] = acc2;
       }
       // δ = β (v − u).
@@ -147,7 +175,7 @@ void delta_sequence_backward(const DeltaSequence<T>& s, std::int64_t len, int K,
         du[j] = -(b * ddelta[j]);
       }
       gr.dbeta.at(t) = db;
-      // Sweep 3, per element: the read-back u = S̄ᵀ k (dS̄ = dS + k duᵀ, dk = S̄ du),
+      // Sweep 2, per element: the read-back u = S̄ᵀ k (dS̄ = dS + k duᵀ, dk = S̄ du),
       // then the decay S̄ = D S_{t-1} (dg = Σ dS̄ ∘ S̄ per key row, dS ← D dS̄).
       T dg_scalar = zero;
       for (int i = 0; i < K; ++i) {

@@ -1,16 +1,17 @@
-// simple_gla, backward of the sequential form (family/gated_linear_backward.hpp
+// simple_gla, backward (the sequential adjoint family/gated_linear_backward.hpp by default;
+// the chunk and scan backward forms through `core`, family/gated_linear_backward_core.hpp;
 // with d_t = e^{g_t}, g [B,T,H]): dg_t = Σ_ij dS_t,ij (e^{g_t} S_{t-1})_ij.
 #pragma once
 
-#include "reference/family/gated_linear_backward.hpp"
+#include "reference/family/gated_linear_backward_core.hpp"
 
 namespace ttr {
 
-template <class T>
+template <class T, class Core = SequentialGatedLinearCore>
 void simple_gla_backward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const Tensor<T>& g,
                          const Tensor<T>* h0, const T& scale, const Tensor<T>& do_, const Tensor<T>* dht,
-                         Tensor<T>& dq, Tensor<T>& dk, Tensor<T>& dv, Tensor<T>& dg, Tensor<T>& dh0) {
-  gated_linear_backward<T>(Decay::scalar, q, k, v, &g, h0, scale, do_, dht, dq, dk, dv, dg, dh0);
+                         Tensor<T>& dq, Tensor<T>& dk, Tensor<T>& dv, Tensor<T>& dg, Tensor<T>& dh0, const Core& core = {}) {
+  core(Decay::scalar, q, k, v, &g, h0, scale, do_, dht, dq, dk, dv, dg, dh0);
 }
 
 }  // namespace ttr

@@ -1,7 +1,8 @@
-// The chunkwise backward forms (TTR_FORM(<layer>, chunk, backward) in layers.def;
-// the delta family's is reference/family/delta_chunk_backward.hpp):
+// The chunkwise and scan backward forms (TTR_FORM(<layer>, chunk|scan, backward) in
+// layers.def; the delta family's chunk backward is reference/family/delta_chunk_backward.hpp,
+// the gated linear layers' reference/family/gated_linear_{chunk,scan}_backward.hpp):
 //
-//  * Backward WY/UT equivalence: in MPFR-256 every chunk backward form equals the
+//  * Backward WY/UT equivalence: in MPFR-256 every chunk and scan backward form equals the
 //    exact adjoint (the layer's sequential backward, itself checked against reverse
 //    mode and central differences in the other backward tests) to 1e-60, normwise
 //    relative per gradient, for chunk sizes 1, 2, 3, 16, 64, T and T+5 with T = 37
@@ -14,10 +15,13 @@
 //    covered as soon as they appear in layers.def.
 //  * Correct kernels pass: the bf16 and fp32 policies of every chunk backward
 //    form, judged against the MPFR oracle under the gradient error model of that
-//    form (gate/error_model.hpp, direction backward), pass on the tiny suite.
+//    form (gate/error_model.hpp, direction backward), pass on the tiny suite, and
+//    the same judge fails a planted error in one dk, dq and (gated layers) dg row
+//    and locates it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,13 +71,35 @@ std::string form_name_of(const ::testing::TestParamInfo<LayerForm>& info) {
 INSTANTIATE_TEST_SUITE_P(AllBackwardForms, ChunkBackwardEquivalence,
                          ::testing::ValuesIn(mpfr_parallel_forms(Direction::backward)), form_name_of);
 
-// Every delta-family layer has its chunk backward: a layer that loses it fails here.
-TEST(ChunkBackwardEquivalence, CoversTheDeltaFamily) {
+// Every delta-family layer has its chunk backward, every gated linear layer its chunk
+// and scan backward: a layer that loses one fails here.
+TEST(ChunkBackwardEquivalence, CoversTheDeltaFamilyAndGatedLinearAttention) {
   const auto& forms = mpfr_parallel_forms(Direction::backward);
-  for (const LayerEntry& e : registry())
+  const auto has = [&](const std::string& layer, const char* form) {
+    return std::find(forms.begin(), forms.end(), LayerForm{layer, form}) != forms.end();
+  };
+  int gated_linear = 0;
+  for (const LayerEntry& e : registry()) {
     if (e.spec.family == "delta") {
-      EXPECT_NE(std::find(forms.begin(), forms.end(), LayerForm{e.spec.name, "chunk"}), forms.end()) << e.spec.name;
+      EXPECT_TRUE(has(e.spec.name, "chunk")) << e.spec.name;
     }
+    if (e.spec.family == "gated_linear") {
+      ++gated_linear;
+      EXPECT_TRUE(has(e.spec.name, "chunk")) << e.spec.name;
+      EXPECT_TRUE(has(e.spec.name, "scan")) << e.spec.name;
+    }
+  }
+  EXPECT_EQ(gated_linear, 3);  // linear_attn, simple_gla, gla
+}
+
+// Multiplies row (b, t, h) = (0, t, 0) of a [B,T,H,F] or [B,T,H] gradient by `factor`
+// and adds `shift` (an error of known place and size).
+void plant_row_error(Tensor<double>& x, std::int64_t t, double factor, double shift) {
+  const std::int64_t H = x.dim(2), F = x.shape.size() > 3 ? x.dim(3) : 1;
+  for (std::int64_t i = 0; i < F; ++i) {
+    double& e = x.data[static_cast<std::size_t>((t * H) * F + i)];
+    e = e * factor + shift;
+  }
 }
 
 // The bf16 and fp32 chunk backward forms are correct kernels of their arithmetic:
@@ -81,9 +107,10 @@ TEST(ChunkBackwardEquivalence, CoversTheDeltaFamily) {
 // gradient row's ratio stays under the threshold on the tiny suite (the
 // calibration over many seeds is the slow test's business).
 TEST(ChunkBackward, CorrectBf16AndFp32KernelsPassTheirModel) {
-  int judged = 0;
+  int judged = 0, planted_checks = 0, expected = 0;
   for (const auto& [layer, form] : mpfr_parallel_forms(Direction::backward)) {
     const LayerEntry& e = find_layer(layer);
+    expected += 2 * static_cast<int>(suite_cases(e.spec, "tiny").size());
     for (const VectorCase& c : suite_cases(e.spec, "tiny")) {
       const TensorMap<double> in = generate_backward_inputs(e.spec, c, 5);
       const Config cfg = Config::make(e.spec, c.config);
@@ -105,21 +132,39 @@ TEST(ChunkBackward, CorrectBf16AndFp32KernelsPassTheirModel) {
         }
         EXPECT_GT(worst, 0.0) << layer << " " << tier_name(dtype) << " " << c.name << ": a rounding kernel cannot be exact";
         ++judged;
-        // The same judge fails a planted error: one token's dk row doubled.
-        TensorMap<double> bad = cand;
-        Tensor<double>& dk = bad.at("dk");
-        const std::int64_t K = dk.dim(3), row = dk.dim(2);  // (b, t, h) = (0, 1, 0)
-        for (std::int64_t i = 0; i < K; ++i) dk.data[static_cast<std::size_t>(row * K + i)] *= 2.0;
-        const CheckResult f = judge(bad, ms);
-        EXPECT_FALSE(f.pass) << layer << " " << tier_name(dtype) << " " << c.name << ": doubled dk row passed";
-        for (const TensorVerdict& t : f.tensors)
-          if (t.name == "dk") {
-            EXPECT_EQ(t.worst.t, 1) << layer << ": the worst dk row is the planted one";
-          }
+        // The same judge fails a planted error and locates it: one token's dk row and
+        // dq row doubled; one token's dg row moved by the largest |dg| of the tensor
+        // plus 1 (the first token's dg is 0 without h0, so doubling could leave it).
+        const auto planted = [&](const char* name, std::int64_t t, double factor, double shift) {
+          if (!cand.count(name)) return;
+          TensorMap<double> bad = cand;
+          plant_row_error(bad.at(name), t, factor, shift);
+          const CheckResult f = judge(bad, ms);
+          EXPECT_FALSE(f.pass) << layer << " " << form << " " << tier_name(dtype) << " " << c.name << ": planted "
+                               << name << " row passed";
+          for (const TensorVerdict& t_ : f.tensors)
+            if (t_.name == name) {
+              EXPECT_FALSE(t_.pass) << layer << " " << form << ": " << name;
+              EXPECT_EQ(t_.worst.t, t) << layer << " " << form << ": the worst " << name << " row is the planted one";
+              EXPECT_EQ(t_.worst.b, 0) << layer << " " << form << ": " << name;
+              EXPECT_EQ(t_.worst.h, 0) << layer << " " << form << ": " << name;
+            }
+          ++planted_checks;
+        };
+        planted("dk", 1, 2.0, 0.0);
+        planted("dq", 2, 2.0, 0.0);
+        if (cand.count("dg")) {
+          double top = 0.0;
+          for (double x : cand.at("dg").data) top = std::max(top, std::fabs(x));
+          planted("dg", 3, 1.0, top + 1.0);
+        }
       }
     }
   }
-  EXPECT_EQ(judged, 6 * 2 * 2);  // 6 delta-family layers x 2 tiny cases x {bf16, fp32}
+  // 6 delta-family chunk forms + 3 gated linear layers x {chunk, scan}, x 2 tiny cases x {bf16, fp32}
+  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2);
+  EXPECT_EQ(judged, expected);
+  EXPECT_GE(planted_checks, 2 * judged);
 }
 
 }  // namespace

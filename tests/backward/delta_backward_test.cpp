@@ -3,8 +3,8 @@
 // of use_qk_l2norm_in_kernel), in MPFR at 512 bits, against
 //  * reverse mode through the forward reference code (Taped<mp>, tests/support/
 //    grad_check.hpp): the chain rule applied operation by operation, ≤ 1e-70;
-//  * central differences of the loss with h = 2^-100 (truncation ≈ 1e-61·|L'''|,
-//    rounding ≈ 1e-124; see fd_step), ≤ 1e-55;
+//  * central differences of the loss with h = 2^-120 (truncation ≈ 3e-74·|L'''|,
+//    rounding ≈ 1e-118; see fd_step), ≤ 1e-60;
 //  * identities checkable by hand: the last token's dv, gated_delta_rule at g = 0
 //    against delta_rule, kda with channel-constant gates against gated_delta_rule.
 // Every gradient compared is checked to be non-zero, so an adjoint that dropped a

@@ -5,7 +5,7 @@
 //    includes the dependence of the bounds L = ‖H‖_F + λ, μ = λ on H; the variant
 //    that holds them constant (GKA App. C.1) is checked against reverse mode of a
 //    forward written here with the bounds detached from the tape;
-//  * central differences with h = 2^-100 (≤ 1e-55; tests/support/grad_check.hpp);
+//  * central differences with h = 2^-120 (≤ 1e-60; tests/support/grad_check.hpp);
 //  * GKA eq. (6): Chebyshev run to convergence (r = 80, κ ≤ (a+1)/a = 3, error
 //    factor ≈ 0.27^80 ≈ 1e-46) has the exact solve's gradients to ≤ 1e-30, the bounds'
 //    contribution vanishing with the iteration error.

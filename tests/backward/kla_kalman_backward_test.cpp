@@ -1,6 +1,6 @@
 // Backward pass of Kalman linear attention (reference/kla_kalman/backward.hpp), in
 // MPFR at 512 bits, against reverse mode through the forward reference code
-// (≤ 1e-70) and central differences with h = 2^-100 (≤ 1e-55; tests/support/
+// (≤ 1e-70) and central differences with h = 2^-120 (≤ 1e-60; tests/support/
 // grad_check.hpp says why), with and without the optional initial states and the
 // optional cotangents (o_var, lambda_T, eta_T). One identity by hand: for one token
 // and only an o_var cotangent, o_var_d = scale² Σ_n q_n²/Λ_1 gives

@@ -2,7 +2,7 @@
 // backward.hpp for both decays; the ATK adjoint of
 // reference/family/atk_backward.hpp), in MPFR at 512 bits, against reverse mode
 // through the forward reference code (≤ 1e-70) and central differences with
-// h = 2^-100 (≤ 1e-55; tests/support/grad_check.hpp says why). Gradients: q, k, v,
+// h = 2^-120 (≤ 1e-60; tests/support/grad_check.hpp says why). Gradients: q, k, v,
 // g, beta, g_atk, beta_atk, h0, initial_A_state, and the centre log_atk_scale [H]
 // as a tensor input; cotangents of o, ht and final_A_state (each optional but o).
 // Every compared gradient is checked to be non-zero: an ATK adjoint that dropped

@@ -1,7 +1,7 @@
 // Backward passes of the Sherman–Morrison layers (reference/pdn_exact/backward.hpp,
 // reference/kalman_filter/backward.hpp over family/sherman_morrison_backward.hpp),
 // in MPFR at 512 bits, against reverse mode through the forward reference code
-// (≤ 1e-70), central differences with h = 2^-100 (≤ 1e-55; tests/support/
+// (≤ 1e-70), central differences with h = 2^-120 (≤ 1e-60; tests/support/
 // grad_check.hpp says why), and the closed form of the ridge solution:
 //   from S_0 = 0, S_t = (G_t + λI)⁻¹ Σ_{s≤t} η_s k_s v_sᵀ with G_t = Σ_{s≤t} η_s k_s k_sᵀ
 //   (PDN Thm 3.1, GKA eq. (3)), so o_t = Σ_{s≤t} η_s (k_sᵀ x_t) v_s with

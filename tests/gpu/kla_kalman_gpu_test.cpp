@@ -6,6 +6,7 @@
 // skipped ("skipped: no CUDA device").
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
@@ -15,7 +16,9 @@
 #include "gate/kernel_checks.hpp"
 #include "tests/gpu/gpu_checks.hpp"
 #include "gate/error_model.hpp"
+#include "gate/judge.hpp"
 #include "oracles/registry.hpp"
+#include "tests/support/kla_finding.hpp"
 
 namespace ttr {
 namespace {
@@ -55,6 +58,35 @@ TEST(CudaKla, ChunkBoundariesAndInitialStates) {
                {"t130_d80_init", "", dims(1, 130, 1, 4, 80), states, {}},
                {"t200_n16_d64", "", dims(2, 200, 2, 16, 64), {}, {}}},
               43);
+}
+
+// The fuzz finding that made the paper's representation overflow (58 of 600 CUDA
+// cases; shrunk to T = 5, tests/support/kla_finding.hpp): the scaled chunk kernel
+// is finite and passes in both dtypes; the unscaled one still returns NaN, and
+// the judge calls that a range finding (Λ_t beyond fp32 in that form's exact
+// computation), not a kernel failure, unless --strict-range.
+TEST(CudaKla, OverflowFindingPassesScaledAndIsRangeUnscaled) {
+  TTR_REQUIRE_DEVICE();
+  const LayerEntry& e = find_layer("kla_kalman");
+  const TensorMap<double> in = test::kla_overflow_finding();
+  const Config cfg = Config::make(e.spec, {});
+  Judge judge(e, in, cfg, {Tier::mpfr, 128});
+  for (double x : judge.oracle().at("o").data) ASSERT_TRUE(std::isfinite(x) && x != 0);
+  for (Tier dtype : {Tier::fp32, Tier::bf16}) {
+    SCOPED_TRACE(tier_name(dtype));
+    const TensorMap<double> good = run_kernel("kla_kalman", Form::chunk, dtype, in, cfg);
+    EXPECT_EQ(test::nans(good.at("o")) + test::nans(good.at("o_var")) + test::nans(good.at("eta_T")), 0);
+    const CheckResult ok = judge(good, kernel_model(Form::chunk, dtype, 8, 1));
+    EXPECT_TRUE(ok.pass) << "max ratio " << worst_ratio(ok);
+    EXPECT_FALSE(ok.range.beyond);
+
+    const TensorMap<double> bad = run_kernel("kla_kalman", Form::chunk_unscaled, dtype, in, cfg);
+    EXPECT_GT(test::nans(bad.at("o")), 0) << "the paper's representation should still overflow here";
+    const CheckResult r = judge(bad, kernel_model(Form::chunk_unscaled, dtype, 8, 1));
+    EXPECT_TRUE(r.range.beyond);
+    EXPECT_EQ(r.range.intermediate, "precision Λ_t = P_t(Λ_0)");
+    EXPECT_TRUE(r.pass) << "a range finding is not a failure by default";
+  }
 }
 
 // A planted bug must fail: outputs of other inputs (another seed) against this

@@ -33,6 +33,7 @@
 #include "reference/core/policy.hpp"
 #include "reference/kla_kalman/scaled_scan.hpp"
 #include "reference/kla_kalman/sequential.hpp"
+#include "tests/support/kla_finding.hpp"
 #include "tests/support/make_inputs.hpp"
 #include "tests/support/mp_compare.hpp"
 
@@ -145,31 +146,11 @@ TEST(KlaScaled, MpfrPrecisionPathIsCarriedAsMantissaAndExponent) {
   EXPECT_EQ(y.m, M(0.5) + M(9) * ttr::binary_scaling<M>::ldexp(M(1), -401));
 }
 
-// The fuzzer's finding (docs/fuzzing.md: T 128 → 5, p̄ = 0, ā ≈ 1.3e-5), built by
-// hand on the bf16 grid: ā = 2^-17, p̄ = 0, k = λv = 1, so Λ_t = 2^34 Λ_{t−1} + 1
-// passes fp32's 2^128 at t = 4 (0-based 3) while μ_t ≈ 2^{-17t} v stays an
-// ordinary number: exact o ~ 1e-26 at the last token, representable in fp32 and bf16.
-TensorMap<double> finding_inputs() {
-  TensorMap<double> in;
-  const std::int64_t T = 5, N = 2, D = 3;
-  in["q"] = Tensor<double>({1, T, 1, N}, 0.5);
-  in["k"] = Tensor<double>({1, T, 1, N}, 1.0);
-  in["v"] = Tensor<double>({1, T, 1, D}, 0.0);
-  for (std::int64_t t = 0; t < T; ++t)
-    for (std::int64_t d = 0; d < D; ++d) in["v"].data[static_cast<std::size_t>(t * D + d)] = (t % 2 ? -1.0 : 1.0) * (1 + d);
-  in["lambda_v"] = Tensor<double>({1, T, 1, D}, 1.0);
-  in["a_bar"] = Tensor<double>({1, N, D}, 0x1p-17);
-  in["p_bar"] = Tensor<double>({1, N, D}, 0.0);
-  return in;
-}
-
-std::int64_t nans(const Tensor<double>& t) {
-  return std::count_if(t.data.begin(), t.data.end(), [](double x) { return std::isnan(x); });
-}
+using ttr::test::nans;
 
 TEST(KlaScaled, FuzzFindingPassesScaledAndStaysNanUnscaled) {
   const ttr::LayerEntry& e = ttr::find_layer("kla_kalman");
-  const TensorMap<double> in = finding_inputs();
+  const TensorMap<double> in = ttr::test::kla_overflow_finding();  // tests/support/kla_finding.hpp
   const ttr::Config cfg = ttr::Config::make(e.spec, {});
   ttr::Judge judge(e, in, cfg);
   // The truth: o finite and nonzero (tiny), Λ_T beyond fp32.

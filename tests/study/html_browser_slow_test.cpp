@@ -1,4 +1,5 @@
-// The HTML pages (`ttrcheck study` summary.html, `ttrcheck report --html`) in a
+// The HTML pages (`ttrcheck study` summary.html, `ttrcheck report --html` of a gate
+// run and of a fuzz campaign) in a
 // real browser: Debian's chromium, headless, loads each page from a file:// URL
 // with the network disabled, logs no error, and its screenshot shows the figures
 // (not a blank page: the pixel standard deviation of the screenshot, read back by
@@ -75,9 +76,20 @@ TEST(HtmlInBrowser, StudySummaryAndReportPageRenderWithFigures) {
   r = run_cli({"report", gate.string(), "--html", "--baseline", tmp / "b.json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   expect_page_renders(gate / "report.html", tmp.path() / "report.png");
+
+  // A fuzz campaign's page (tables and the findings' ratio histogram): the KLA-K
+  // p̄ = 0 range findings of the unscaled chunk form, 40 cases (< 1 s).
+  const fs::path fuzz = tmp.path() / "fuzz";
+  r = run_cli({"fuzz", "--layer", "kla_kalman", "--target", "cpu:fp32", "--form", "chunk_unscaled", "--budget",
+               "40cases", "--seed", "1", "--out", fuzz.string()});
+  ASSERT_LE(r.exit_code, 1) << r.err;
+  r = run_cli({"report", fuzz.string(), "--html"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  expect_page_renders(fuzz / "report.html", tmp.path() / "fuzz.png");
   // Keep the screenshots for a person to look at when asked.
   if (const char* keep = std::getenv("TTR_KEEP_SCREENSHOTS"))
-    for (const char* f : {"study.png", "report.png"}) fs::copy_file(tmp.path() / f, fs::path(keep) / f, fs::copy_options::overwrite_existing);
+    for (const char* f : {"study.png", "report.png", "fuzz.png"})
+      fs::copy_file(tmp.path() / f, fs::path(keep) / f, fs::copy_options::overwrite_existing);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
+#include <vector>
 
 #include "tests/study/study_support.hpp"
 
@@ -67,6 +69,78 @@ TEST(ReportHtml, VerdictsHistogramsWorstRowsAndTrend) {
   EXPECT_EQ(svgs, 2u) << "ratio histograms and the trend, inline";
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+}
+
+// A fuzz campaign as fuzz/reproducer.cpp writes it: campaign.json and a note per
+// finding. Two campaigns (one per target) in subdirectories of the report directory.
+void write_campaign(const fs::path& d, const std::string& target, int cases, int nonfinite,
+                    const std::vector<std::tuple<std::string, std::string, std::string>>& findings) {
+  fs::create_directories(d);
+  std::string list;
+  for (const auto& [stem, kind, r] : findings) {
+    list += (list.empty() ? "\"" : ", \"") + stem + "\"";
+    const bool nan = r == "\"inf\"";
+    write(d / (stem + ".json"), R"({"tool_version": "0.1.0", "finding": ")" + stem + R"(", "kind": ")" + kind +
+                                    R"(", "layer": "gka", "target": ")" + target + R"(", "case": 17, "family": "spiky_keys",
+      "original": {"T": 256}, "minimised": {"T": 5},
+      "check": {"pass": false, "threshold": 8.0, "tensors": [
+        {"name": "o", "present": true, "max_ratio": )" + r + R"(, "worst": {"b": 0, "t": 4, "h": 1},
+         "nan_count": )" + (nan ? "3" : "0") + R"(, "inf_count": 0, "nonfinite_failures": )" + (nan ? "3" : "0") +
+                                    (nan ? R"(, "first_nonfinite": {"b": 0, "t": 2, "h": 1})" : "") + R"(, "pass": false},
+        {"name": "ht", "present": false}]},
+      "replay": {"check": "ttrcheck check --layer gka --in )" + stem + R"(.inputs.safetensors", "expected_exit": 1}})");
+  }
+  write(d / "campaign.json", R"({"tool_version": "0.1.0", "layer": "gka", "target": ")" + target +
+                                 R"(", "form": "chunk", "chunk_size": 16, "mutant": "none", "objective": "nan", "seed": 1,
+    "budget": ")" + std::to_string(cases) + R"(cases", "cases": )" + std::to_string(cases) +
+                                 R"(, "nonfinite_cases": )" + std::to_string(nonfinite) +
+                                 R"(, "range_cases": 0, "strict_range": false, "oracle_nonfinite_cases": 0,
+    "best_ratio_screened": 2.5, "best_ratio_confirmed": -1, "first_finding_case": 17, "findings": [)" + list +
+                                 R"(], "duplicates": [{"case": 40, "kind": "nonfinite", "same_as": "x"}]})");
+}
+
+TEST(ReportHtml, FuzzCampaignsAsTables) {
+  TempDir tmp;
+  const fs::path d = tmp.path() / "fuzz";
+  write_campaign(d / "cpu-bf16", "cpu:bf16", 300, 2,
+                 {{"gka.bf16.chunk.nonfinite.0", "nonfinite", "\"inf\""}, {"gka.bf16.chunk.ratio.0", "ratio", "12.75"}});
+  write_campaign(d / "cpu-fp32", "cpu:fp32", 200, 0, {});
+  const fs::path page = tmp.path() / "fuzz.html";
+  const CliResult r = run_cli({"report", d.string(), "--html", "--out", page.string()});
+  if (r.exit_code == 2 && r.err.find("needs python3 with matplotlib") != std::string::npos) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 fuzz campaign(s)"), std::string::npos) << r.out;
+  const std::string html = slurp_file(page);
+  // Per-target counts: cases, NaN/Inf cases, finding kinds, duplicates, verdict.
+  EXPECT_NE(html.find("<tr><td>cpu:bf16</td><td>gka</td><td>1</td><td>300</td><td>2</td><td>0</td><td>0</td>"
+                      "<td>2.5 / </td><td>1 / 1 / 0 / 0</td><td>1</td><td class='fail'>FAIL</td></tr>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<tr><td>cpu:fp32</td><td>gka</td><td>1</td><td>200</td><td>0</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class='pass'>PASS</td></tr>"), std::string::npos) << "cpu:fp32 has no findings";
+  // Findings: the worst tensor, its first failing row, the minimisation, the replay command.
+  EXPECT_NE(html.find("cpu-bf16/gka.bf16.chunk.nonfinite.0"), std::string::npos);
+  EXPECT_NE(html.find("<td>o</td><td>inf</td><td>(0,2,1)</td><td>3</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>o</td><td>12.8</td><td>(0,4,1)</td><td>0</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("256 &rarr; 5"), std::string::npos);
+  EXPECT_NE(html.find("<li>gka.bf16.chunk.ratio.0: <code>ttrcheck check --layer gka --in "
+                      "gka.bf16.chunk.ratio.0.inputs.safetensors</code></li>"),
+            std::string::npos);
+  // The ratio histogram (one finite ratio, one NaN/Inf tensor), inline; no raw JSON dump.
+  EXPECT_NE(html.find("cpu:bf16: 2 tensors, 1 NaN/Inf"), std::string::npos);
+  std::size_t svgs = 0;
+  for (std::size_t p = 0; (p = html.find("<svg", p)) != std::string::npos; ++p) ++svgs;
+  EXPECT_EQ(svgs, 1u);
+  EXPECT_EQ(html.find("\"tool_version\""), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+
+  // A campaign.json naming a finding without its note: exit 2, the note named, nothing written.
+  fs::remove(d / "cpu-bf16" / "gka.bf16.chunk.ratio.0.json");
+  fs::remove(page);
+  const CliResult bad = run_cli({"report", d.string(), "--html", "--out", page.string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("gka.bf16.chunk.ratio.0.json"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(page));
 }
 
 TEST(ReportHtml, BadInputWritesNothing) {

@@ -1,0 +1,45 @@
+// `check` as a function: a layer's inputs, a candidate's outputs and optionally a
+// stored oracle, each as a TensorFile (read from disk by `ttrcheck check`, built
+// from arrays by the Python API), validated the same way and judged by the one
+// Judge (gate/judge.hpp). Both callers go through here, so a bad input gets the
+// same one-line InputError and a candidate the same report.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gate/error_model.hpp"
+#include "gate/report.hpp"
+#include "oracles/io/safetensors.hpp"
+
+namespace ttr {
+
+struct CheckRequest {
+  std::string layer;
+  io::TensorFile inputs;
+  std::string inputs_source = "inputs";        // names the inputs in errors (a path for the CLI)
+  io::TensorFile candidate;
+  std::string candidate_source = "candidate";
+  std::optional<io::TensorFile> oracle;        // a stored oracle (`check --oracle`); else MPFR-256
+  std::string oracle_source = "oracle";
+  std::string dtype;                           // bf16|fp16|fp32|fp64; "" = the candidate's `o` storage dtype
+  std::string form;                            // chunk|scan|sequential; "" = chunk if the layer has it
+  int chunk_size = 64;
+  int samples = ModelSpec{}.samples;
+  std::uint64_t seed = 0;
+  bool backward = false;
+  bool strict_range = false;
+  std::vector<std::string> sets;               // "key=value" on top of the inputs' recorded config
+  // The id's last part; "" = "<suite>.<case>" from the inputs' metadata, else
+  // inputs_source's file name without ".inputs.safetensors"/".safetensors".
+  std::string case_name;
+};
+
+// Validates everything (InputError naming the source and tensor or key), then
+// computes the oracle (unless given) and the model and judges. The id is
+// "<layer>/<form>/<dtype>/<case>" plus "/backward" for the backward direction.
+NamedCheck run_check(const CheckRequest& req);
+
+}  // namespace ttr

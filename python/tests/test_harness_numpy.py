@@ -1,0 +1,76 @@
+"""The validation loop (ttrcheck/harness.py) without torch: a NumPy linear attention with a
+hand-written VJP, written here from the recurrence, passes forward and backward; planted
+bugs in the forward and in one gradient fail, naming the tensor and row."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ttrcheck
+from ttrcheck.harness import validate_numpy
+
+
+def linear_attn(q, k, v, h0=None, scale=None, bug=None):
+    """S_t = S_{t-1} + k_t v_tᵀ, o_t = S_tᵀ (scale q_t), in the inputs' dtype; returns
+    ((o, ht), vjp). Backward: G_t = dht + Σ_{τ≥t} scale q_τ do_τᵀ is the gradient of S_t,
+    so dq_t = scale S_t do_t, dk_t = G_t v_t, dv_t = G_tᵀ k_t, dh0 = G_1."""
+    B, T, H, K = q.shape
+    s = q.dtype.type(K ** -0.5 if scale is None else scale)
+    S = np.zeros((B, H, K, v.shape[-1]), q.dtype) if h0 is None else h0.copy()
+    states, o = [], np.zeros_like(v)
+    for t in range(T):
+        S = S + np.einsum("bhk,bhv->bhkv", k[:, t], v[:, t])
+        states.append(S)
+        o[:, t] = np.einsum("bhkv,bhk->bhv", S, s * q[:, t])
+    if bug == "forward":
+        o[0, T - 1] *= 1.5
+
+    def vjp(cot):
+        do, G = cot["do"], cot.get("dht", np.zeros_like(S)).astype(q.dtype)
+        dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+        for t in reversed(range(T)):
+            G = G + np.einsum("bhk,bhv->bhkv", s * q[:, t], do[:, t])
+            dq[:, t] = s * np.einsum("bhkv,bhv->bhk", states[t], do[:, t])
+            dk[:, t] = np.einsum("bhkv,bhv->bhk", G, v[:, t])
+            dv[:, t] = np.einsum("bhkv,bhk->bhv", G, k[:, t])
+        if bug == "dk":
+            dk[0, 0] = -dk[0, 0]
+        grads = {"dq": dq, "dk": dk, "dv": dv}
+        if h0 is not None:
+            grads["dh0"] = G
+        return grads
+
+    return (o, S), vjp
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp64"])
+def test_correct_port_passes(dtype):
+    r = validate_numpy(linear_attn, "linear_attn", suites=["tiny"], dtypes=[dtype], form="sequential")
+    assert r.passed, str(r)
+    judged = {(x.direction, x.tensor) for x in r.rows if x.verdict != "absent"}
+    assert {("forward", "o"), ("forward", "ht"), ("backward", "dq"), ("backward", "dk"), ("backward", "dv")} <= judged
+
+
+def test_planted_forward_bug_fails_naming_row():
+    case = max(ttrcheck.vectors("linear_attn", "tiny"), key=lambda c: c.dims["T"])
+    T = case.dims["T"]
+    r = validate_numpy(lambda **kw: linear_attn(**kw, bug="forward")[0], "linear_attn", suites=["tiny"],
+                       cases=[case.name], dtypes=["fp32"], backward=False, form="sequential")
+    assert not r.passed
+    (row,) = r.failures
+    assert (row.direction, row.tensor, row.worst[0], row.worst[1]) == ("forward", "o", 0, T - 1)
+    assert "FAIL" in str(r)
+
+
+def test_planted_gradient_bug_fails_naming_tensor():
+    r = validate_numpy(lambda **kw: linear_attn(**kw, bug="dk"), "linear_attn", suites=["tiny"], dtypes=["fp32"],
+                       form="sequential")
+    assert {(x.direction, x.tensor) for x in r.failures} == {("backward", "dk")}
+    assert all(x.worst[:2] == (0, 0) for x in r.failures)
+
+
+def test_bad_harness_arguments():
+    with pytest.raises(ttrcheck.InputError, match="bf16"):
+        validate_numpy(linear_attn, "linear_attn", dtypes=["bf16"])
+    with pytest.raises(ttrcheck.InputError, match="layer"):
+        validate_numpy(linear_attn)

@@ -1,0 +1,77 @@
+"""How flash-linear-attention's ops map onto ttrcheck's layers (the adapter table).
+
+Facts from FLA's source (fla/ops/<layer>/{chunk,fused_recurrent}.py, fla-org/
+flash-linear-attention): every op takes ``q, k, v`` ``[B, T, H, K|V]`` (FLA's
+``head_first=False`` layout, ours), its gates as natural logs of decays (``g``; GLA's
+fused_recurrent calls the per-key gate ``gk``), ``scale`` (default ``K**-0.5``, as our
+config key), ``initial_state`` (our ``h0``, ``[B, H, K, V]``) and ``output_final_state``
+(returned second: our ``ht``). ``use_qk_l2norm_in_kernel`` is our config key of the
+same name. Not modelled, so kept at FLA's defaults: ``use_gate_in_kernel`` (the gate
+transform ``-exp(A_log) softplus(g + dt_bias)``), ``use_beta_sigmoid_in_kernel``,
+``allow_neg_eigval``, ``state_v_first`` and ``g_gamma``. ``chunk_linear_attn`` defaults
+to ``normalize=True``, which our ``linear_attn`` does not model: the adapter passes
+``normalize=False``. Variable lengths (``cu_seqlens``) wait for ttrcheck's varlen inputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+__all__ = ["Adapter", "FLA_OPS", "NATIVE", "adapter_for"]
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A calling convention: our tensor and config names -> a function's arguments and results."""
+
+    layer: Optional[str]                     # None: the layer given to validate()
+    form: Optional[str]                      # the algorithm it runs (the error model's form); None: the layer's default
+    tensors: Mapping[str, str] = field(default_factory=dict)   # ours -> its argument (missing: same name)
+    config: Mapping[str, str] = field(default_factory=dict)    # ours -> its keyword (missing: same name)
+    fixed: Mapping[str, Any] = field(default_factory=dict)     # keywords always passed
+    outputs: Tuple[str, ...] = ("o", "ht")   # its results in order, by our names
+    note: str = ""
+
+    def call(self, fn: Callable, tensors: Mapping[str, Any], config: Mapping[str, Any]) -> Dict[str, Any]:
+        kwargs = {self.tensors.get(n, n): t for n, t in tensors.items()}
+        kwargs.update({self.config.get(k, k): v for k, v in config.items()})
+        kwargs.update(self.fixed)
+        result = fn(**kwargs)
+        if isinstance(result, Mapping):
+            return dict(result)
+        if not isinstance(result, (tuple, list)):
+            result = (result,)
+        return {name: r for name, r in zip(self.outputs, result) if r is not None}
+
+
+# A function written with ttrcheck's own names: fn(q=..., k=..., ..., h0=..., scale=...)
+# returning (o, ht) or a dict of outputs.
+NATIVE = Adapter(layer=None, form=None)
+
+_STATE = {"h0": "initial_state"}
+_FINAL = {"output_final_state": True}
+
+FLA_OPS: Dict[str, Adapter] = {
+    "chunk_gated_delta_rule": Adapter("gated_delta_rule", "chunk", _STATE, {}, _FINAL),
+    "fused_recurrent_gated_delta_rule": Adapter("gated_delta_rule", "sequential", _STATE, {}, _FINAL),
+    "chunk_delta_rule": Adapter("delta_rule", "chunk", _STATE, {}, _FINAL),
+    "fused_recurrent_delta_rule": Adapter("delta_rule", "sequential", _STATE, {}, _FINAL),
+    "chunk_kda": Adapter("kda", "chunk", _STATE, {}, _FINAL,
+                         note="g is the final per-key log decay (use_gate_in_kernel=False, FLA's default)"),
+    "fused_recurrent_kda": Adapter("kda", "sequential", _STATE, {}, _FINAL),
+    "chunk_gla": Adapter("gla", "chunk", _STATE, {}, _FINAL),
+    "fused_recurrent_gla": Adapter("gla", "sequential", {"g": "gk", **_STATE}, {}, _FINAL,
+                                   note="FLA's fused_recurrent_gla names the per-key gate gk"),
+    "chunk_simple_gla": Adapter("simple_gla", "chunk", _STATE, {}, _FINAL),
+    "fused_recurrent_simple_gla": Adapter("simple_gla", "sequential", _STATE, {}, _FINAL),
+    "chunk_linear_attn": Adapter("linear_attn", "chunk", _STATE, {}, {**_FINAL, "normalize": False},
+                                 note="normalize=False: FLA's default normalize=True is not modelled"),
+    "fused_recurrent_linear_attn": Adapter("linear_attn", "sequential", _STATE, {}, {**_FINAL, "normalize": False}),
+}
+
+
+def adapter_for(fn: Callable) -> Adapter:
+    """FLA's adapter by the function's name (functools.partial unwrapped), else NATIVE."""
+    while hasattr(fn, "func"):
+        fn = fn.func
+    return FLA_OPS.get(getattr(fn, "__name__", ""), NATIVE)

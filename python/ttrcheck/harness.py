@@ -1,0 +1,215 @@
+"""The port-validation loop, independent of the array library: a function runs on every
+case of the chosen suites (`ttrcheck vectors`, same generators and seeds), cast to each
+dtype; its outputs and the gradients its backend takes for the cotangents `vectors
+--backward` draws are judged with :func:`ttrcheck.check`. Backends: PyTorch with autograd
+(ttrcheck/torch.py, ``ttrcheck.torch.validate``) and NumPy with a hand-written VJP
+(:func:`validate_numpy`, e.g. a port under test, or ``jax.vjp`` output converted).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import api
+from ._arrays import InputError, config_sets
+from .fla import NATIVE, Adapter, adapter_for
+from .report import Report
+
+__all__ = ["Backend", "NumpyBackend", "Row", "Validation", "run", "validate_numpy"]
+
+
+@dataclass(frozen=True)
+class Row:
+    suite: str
+    case: str
+    dtype: str
+    direction: str       # forward | backward
+    tensor: str
+    max_ratio: float
+    worst: Optional[tuple]
+    nonfinite: int       # NaN/Inf where the oracle is finite
+    verdict: str         # pass | FAIL | absent
+    note: str = ""
+
+
+class Validation:
+    """The result of a validation: rows, the reports behind them, and a verdict."""
+
+    def __init__(self, layer: str, fn_name: str, rows: List[Row], reports: List[Report]):
+        self.layer, self.fn_name, self.rows, self.reports = layer, fn_name, rows, reports
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.reports)
+
+    @property
+    def failures(self) -> List[Row]:
+        return [r for r in self.rows if r.verdict == "FAIL"]
+
+    def table(self) -> str:
+        head = ("suite", "case", "dtype", "dir", "tensor", "max ratio", "worst (b,t,h)", "NaN/Inf", "verdict")
+        body = []
+        for r in self.rows:
+            worst = "-" if r.worst is None else "(" + ",".join("-" if x is None else str(x) for x in r.worst) + ")"
+            ratio = "-" if r.verdict == "absent" else f"{r.max_ratio:.3g}"
+            body.append((r.suite, r.case, r.dtype, r.direction, r.tensor, ratio, worst, str(r.nonfinite),
+                         r.verdict + (f" ({r.note})" if r.note else "")))
+        widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head] + body]
+        verdict = "PASS" if self.passed else f"FAIL ({len(self.failures)} failing tensors)"
+        lines.append(f"{self.fn_name} as {self.layer}: {verdict}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_json(self) -> List[Dict[str, Any]]:
+        """Every check's report document (the CLI's `ttrcheck.report` schema)."""
+        return [r.to_dict() for r in self.reports]
+
+
+class Backend:
+    """How a function's arrays are made and its gradients taken."""
+
+    dtypes: Tuple[str, ...] = ()
+
+    def cast(self, values: np.ndarray, dtype: str) -> Any:  # an array of `dtype` holding `values` (rounded)
+        raise NotImplementedError
+
+    def values(self, x: Any) -> np.ndarray:  # its values as float64
+        raise NotImplementedError
+
+    def run(self, fn: Callable, adapter: Adapter, inputs: Dict[str, Any], config: Dict[str, Any],
+            differentiable: set, cotangents: Optional[Dict[str, Any]]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """(outputs by our names, gradients d<input> for the cotangents of the returned outputs or {})."""
+        raise NotImplementedError
+
+
+class NumpyBackend(Backend):
+    """NumPy arrays (fp64, fp32, fp16: NumPy has no bfloat16). With cotangents, ``fn`` returns
+    ``(outputs, vjp)`` and ``vjp({"do": ..., "dht": ...})`` the gradients ``{"dq": ..., ...}``."""
+
+    dtypes = ("fp16", "fp32", "fp64")
+    _np = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
+
+    def cast(self, values, dtype):
+        return np.asarray(values).astype(self._np[dtype])
+
+    def values(self, x):
+        return np.asarray(x, dtype=np.float64)
+
+    def run(self, fn, adapter, inputs, config, differentiable, cotangents):
+        if cotangents is None:
+            return adapter.call(fn, inputs, config), {}
+        pair = fn(**{adapter.tensors.get(n, n): t for n, t in inputs.items()},
+                  **{adapter.config.get(k, k): v for k, v in config.items()}, **adapter.fixed)
+        if not (isinstance(pair, tuple) and len(pair) == 2 and callable(pair[1])):
+            raise InputError("fn: with backward=True a NumPy function returns (outputs, vjp)")
+        outs, vjp = pair
+        outs = dict(outs) if isinstance(outs, Mapping) else \
+            {n: r for n, r in zip(adapter.outputs, outs if isinstance(outs, (tuple, list)) else (outs,))
+             if r is not None}
+        used = {"d" + n: cotangents["d" + n] for n in outs if "d" + n in cotangents}
+        grads = dict(vjp(used))
+        for n in differentiable & set(inputs):
+            grads.setdefault("d" + n, np.zeros_like(inputs[n]))
+        return outs, grads
+
+
+def _config_values(spec: api.LayerSpec, config: Mapping[str, str]) -> Dict[str, Any]:
+    """The case's config (canonical text) as Python values for the function's keywords."""
+    types = {k.name: k.type for k in spec.config}
+    out: Dict[str, Any] = {}
+    for key, text in config.items():
+        t = types.get(key)
+        out[key] = (text == "true") if t == "boolean" else int(text) if t == "integer" else \
+            float(text) if t == "number" else text
+    return out
+
+
+def _rows(report: Report, suite: str, case: str, dtype: str, direction: str, note: str) -> List[Row]:
+    rows = []
+    for t in report.tensors.values():
+        verdict = "absent" if not t.present else ("pass" if t.passed else "FAIL")
+        rows.append(Row(suite, case, dtype, direction, t.name, t.max_ratio, t.worst, t.nonfinite_failures,
+                        verdict, note))
+    return rows
+
+
+def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
+        dtypes: Sequence[str] = ("fp32",), backward: bool = True, seed: int = 0,
+        config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None, form: Optional[str] = None,
+        chunk_size: int = 64, cases: Optional[Sequence[str]] = None) -> Validation:
+    """The loop behind ``ttrcheck.torch.validate`` and :func:`validate_numpy` (see their docs)."""
+    adapter = adapter or adapter_for(fn)
+    fn_name = getattr(fn, "__name__", type(fn).__name__)
+    layer = layer or adapter.layer
+    if layer is None:
+        raise InputError("layer: give the layer the function implements (its name is not in ttrcheck.fla.FLA_OPS)")
+    if adapter.layer is not None and adapter.layer != layer:
+        raise InputError(f"layer: {fn_name} implements '{adapter.layer}', not '{layer}'")
+    spec = api.layer(layer)
+    for d in dtypes:
+        if d not in backend.dtypes:
+            raise InputError(f"dtypes: '{d}' is not one of {'|'.join(backend.dtypes)}")
+    form = form or adapter.form
+    extra = dict(config or {})
+    input_names = {t.name for t in spec.inputs}
+    differentiable = {t.name for t in spec.inputs if t.differentiable}
+    output_names = [t.name for t in spec.outputs]
+    rows: List[Row] = []
+    reports: List[Report] = []
+    for suite in suites:
+        for case in api.vectors(layer, suite, seed, backward=backward):
+            if cases is not None and case.name not in cases:
+                continue
+            cfg_text = dict(case.config)
+            cfg_text.update(dict(s.split("=", 1) for s in config_sets(extra)))
+            cfg = _config_values(spec, cfg_text)
+            source = case.backward_inputs if backward else case.inputs
+            for dtype in dtypes:
+                # Every tensor as the function sees it; `seen` holds those values exactly.
+                given = {n: backend.cast(source[n], dtype) for n in sorted(source)}
+                seen = {n: backend.values(x) for n, x in given.items()}
+                rounded = any(not np.array_equal(seen[n], np.asarray(source[n], dtype=np.float64)) for n in source)
+                note = f"inputs rounded to {dtype}" if rounded else ""
+                inputs = {n: given[n] for n in sorted(input_names & set(given))}
+                cots = {n: given[n] for n in given if n not in input_names} if backward else None
+                outs, grads = backend.run(fn, adapter, inputs, cfg, differentiable, cots)
+                unknown = set(outs) - set(output_names)
+                if unknown:
+                    raise InputError(f"{fn_name} returned {sorted(unknown)}; {layer}'s outputs are {output_names}")
+                fwd_inputs = {n: seen[n] for n in inputs} if rounded else case.inputs
+                rep = api.check(layer, fwd_inputs, {n: outs[n] for n in output_names if n in outs}, dtype=dtype,
+                                config=cfg_text, form=form, chunk_size=chunk_size,
+                                oracle=None if rounded or extra else case.oracle, name=f"{suite}.{case.name}")
+                reports.append(rep)
+                rows += _rows(rep, suite, case.name, dtype, "forward", note)
+                if not backward:
+                    continue
+                # The backward inputs: forward inputs plus the cotangents of the outputs returned
+                # (dht only with ht); the stored oracle when they are all the case's.
+                used = ["d" + n for n in outs if "d" + n in cots]
+                bwd_inputs = {n: (seen[n] if rounded else source[n]) for n in list(inputs) + used}
+                stored = not rounded and not extra and set(used) == set(cots)
+                brep = api.check(layer, bwd_inputs, grads, dtype=dtype, config=cfg_text, form=form,
+                                 chunk_size=chunk_size, backward=True,
+                                 oracle=case.backward_oracle if stored else None, name=f"{suite}.{case.name}")
+                reports.append(brep)
+                rows += _rows(brep, suite, case.name, dtype, "backward", note)
+    return Validation(layer, fn_name, rows, reports)
+
+
+def validate_numpy(fn: Callable, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
+                   dtypes: Sequence[str] = ("fp32",), backward: bool = True, seed: int = 0,
+                   config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None,
+                   form: Optional[str] = None, chunk_size: int = 64,
+                   cases: Optional[Sequence[str]] = None) -> Validation:
+    """Validates a NumPy function: ``fn(q=..., k=..., ..., **config)`` returns the outputs
+    (``(o, ht)`` or a dict) or, with ``backward=True``, ``(outputs, vjp)`` where ``vjp``
+    maps the cotangents ``{"do": ..., "dht": ...}`` of the returned outputs to the
+    gradients ``{"dq": ..., ...}`` (a gradient left out counts as zero)."""
+    return run(fn, NumpyBackend(), layer, suites=suites, dtypes=dtypes, backward=backward, seed=seed,
+               config=config, adapter=adapter or NATIVE, form=form, chunk_size=chunk_size, cases=cases)

@@ -1,0 +1,119 @@
+// The delta core's adjoint (reference/family/delta_backward.hpp) fuses its work
+// with the checkpoint re-stepping: dq from the forward sweep, δ_t stored, re-steps
+// without read-back or readout, S̄_t kept instead of recomputed. It must compute the
+// same gradients bit for bit as the layout it replaced, which kept every state by
+// stepping the forward's own delta_sequence and recomputed S̄_t, u_t, δ_t and S_t in
+// the adjoint (tests/support/delta_backward_every_state.hpp): checked in float64,
+// float32 and MPFR-256, for no, scalar and per-key decay, a write key w ≠ k (the
+// preconditioned layers) and w = k, with and without h0 and dht, on lengths 1, 5, 7
+// and 17 and every checkpoint spacing C ∈ {1, 2, 3, ⌈√T⌉, T, T + 3}. Bit for bit means
+// the same IEEE bits (signed zeros included) and, in MPFR, the same value and sign.
+//
+// The MPFR case runs on a private type, mpfr256 below (MPFR at a fixed 256 bits),
+// not on ttr::mpfr_real: the delta core's unqualified mul_add_to/scale_by find
+// mpfr_real's fused overloads (reference/core/multiprecision.hpp) only in TUs that
+// declare them before the template (ADL does not look in ttr for a Boost number),
+// so one binary can hold two different instantiations of delta_sequence_backward
+// <mpfr_real>, of which the linker keeps one: a comparison of two mpfr_real
+// functions would depend on the link order. No other TU instantiates the core for
+// mpfr256, so both sides here are compiled alike (generic primitives, each product
+// and sum rounded to 256 bits).
+#include <gtest/gtest.h>
+
+#include <boost/multiprecision/mpfr.hpp>
+#include <cstring>
+#include <string>
+
+#include "reference/family/delta_backward.hpp"
+#include "tests/support/delta_backward_every_state.hpp"
+#include "tests/support/make_inputs.hpp"
+
+using mpfr256 = boost::multiprecision::number<boost::multiprecision::mpfr_float_backend<256>,
+                                              boost::multiprecision::et_off>;
+
+template <>
+struct ttr::scalar_traits<mpfr256> {
+  static std::string name() { return "mpfr256"; }
+  static mpfr256 from_double(double x) { return mpfr256(x); }  // exact
+  static double to_double(const mpfr256& x) { return x.convert_to<double>(); }
+};
+
+namespace {
+
+using ttr::Tensor;
+
+template <class S>
+Tensor<S> rand_t(ttr::Shape shape, std::uint64_t seed, double lo, double hi) {
+  const Tensor<double> d = ttr::test::uniform(std::move(shape), seed, lo, hi);
+  Tensor<S> x;
+  x.shape = d.shape;
+  for (double e : d.data) x.data.push_back(ttr::from_double<S>(e));
+  return x;
+}
+
+template <class S>
+bool same_bits(const Tensor<S>& a, const Tensor<S>& b) {
+  if (a.shape != b.shape) return false;
+  for (std::size_t i = 0; i < a.data.size(); ++i) {
+    if constexpr (std::is_same_v<S, mpfr256>) {
+      const auto* x = a.data[i].backend().data();
+      const auto* y = b.data[i].backend().data();
+      if (!mpfr_equal_p(x, y) || mpfr_signbit(x) != mpfr_signbit(y) || mpfr_get_prec(x) != mpfr_get_prec(y))
+        return false;
+    } else if (std::memcmp(&a.data[i], &b.data[i], sizeof(S)) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <class S>
+void one_case(ttr::Decay decay, std::int64_t T, bool preconditioned, bool states, std::uint64_t seed) {
+  constexpr std::int64_t B = 2, H = 2, K = 3, V = 4;
+  const Tensor<S> q = rand_t<S>({B, T, H, K}, seed, -1, 1), k = rand_t<S>({B, T, H, K}, seed + 1, -1, 1),
+                  w = preconditioned ? rand_t<S>({B, T, H, K}, seed + 2, -1, 1) : k,
+                  v = rand_t<S>({B, T, H, V}, seed + 3, -1, 1), beta = rand_t<S>({B, T, H}, seed + 4, 0, 1),
+                  g = decay == ttr::Decay::per_key ? rand_t<S>({B, T, H, K}, seed + 5, -0.5, 0)
+                                                   : rand_t<S>({B, T, H}, seed + 5, -0.5, 0),
+                  h0 = rand_t<S>({B, H, K, V}, seed + 6, -1, 1), dout = rand_t<S>({B, T, H, V}, seed + 7, -1, 1),
+                  dht = rand_t<S>({B, H, K, V}, seed + 8, -1, 1);
+  const Tensor<S>* gp = decay == ttr::Decay::none ? nullptr : &g;
+  const Tensor<S>* h0p = states ? &h0 : nullptr;
+  const Tensor<S>* dhtp = states ? &dht : nullptr;
+  const S scale = ttr::from_double<S>(0.375);
+  ttr::DeltaGrads<S> want;
+  ttr::test::delta_backward_every_state<S>(decay, q, k, w, v, beta, gp, h0p, scale, dout, dhtp, want);
+  std::int64_t sqrt_t = 1;
+  while (sqrt_t * sqrt_t < T) ++sqrt_t;
+  for (const std::int64_t C : {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, std::int64_t{0}, T, T + 3}) {
+    SCOPED_TRACE("T = " + std::to_string(T) + ", C = " + std::to_string(C == 0 ? sqrt_t : C) +
+                 ", decay " + std::to_string(static_cast<int>(decay)) + (preconditioned ? ", w != k" : "") +
+                 (states ? ", h0 and dht" : ""));
+    ttr::DeltaGrads<S> got;
+    ttr::delta_backward<S>(decay, q, k, w, v, beta, gp, h0p, scale, dout, dhtp, got, C);
+    EXPECT_TRUE(same_bits(got.dq, want.dq)) << "dq";
+    EXPECT_TRUE(same_bits(got.dk, want.dk)) << "dk";
+    EXPECT_TRUE(same_bits(got.dw, want.dw)) << "dw";
+    EXPECT_TRUE(same_bits(got.dv, want.dv)) << "dv";
+    EXPECT_TRUE(same_bits(got.dbeta, want.dbeta)) << "dbeta";
+    EXPECT_TRUE(same_bits(got.dg, want.dg)) << "dg";
+    EXPECT_TRUE(same_bits(got.dh0, want.dh0)) << "dh0";
+  }
+}
+
+template <class S>
+void all_cases() {
+  std::uint64_t seed = 900;
+  for (const auto decay : {ttr::Decay::none, ttr::Decay::scalar, ttr::Decay::per_key})
+    for (const std::int64_t T : {1, 5, 7, 17})
+      for (const bool pre : {false, true}) {
+        one_case<S>(decay, T, pre, true, seed += 10);
+        one_case<S>(decay, T, pre, false, seed += 10);
+      }
+}
+
+TEST(DeltaBackwardBitwise, Float64EqualsTheEveryStateLayout) { all_cases<double>(); }
+TEST(DeltaBackwardBitwise, Float32EqualsTheEveryStateLayout) { all_cases<float>(); }
+TEST(DeltaBackwardBitwise, Mpfr256EqualsTheEveryStateLayout) { all_cases<mpfr256>(); }
+
+}  // namespace
