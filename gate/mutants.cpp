@@ -136,15 +136,6 @@ void add_backward(const Add& add) {
         "bit-identical to the correct form unless some span of one chunk has Σg < −88.7 (fp32 and the 16-bit "
         "policies) or < −709.8 (fp64)");
   }
-  {
-    MutantConditions n;
-    n.tiers = {Tier::bf16, Tier::fp16};
-    n.min_chunks = 2;
-    add(Mutant::dh_accumulated_in_16bit, "dh-accumulated-in-16bit",
-        "the state gradient dh carried between chunks held in 16 bits (b_dh declared do.dtype): rounded to "
-        "bf16/fp16 after each of its updates instead of accumulated in fp32",
-        delta, n, "a precision bug: identical to the correct form under the fp32/fp64/MPFR policies");
-  }
   add(Mutant::ut_adjoint_transposed, "ut-adjoint-transposed",
       "the adjoint of T = (I + A)⁻¹ with its transposes misplaced: dA = −T dTᵀ T instead of −Tᵀ dT Tᵀ", delta);
   {

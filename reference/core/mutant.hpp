@@ -60,7 +60,6 @@ enum class Mutant : unsigned char {
   dk_undecayed_key,              // the WY backward's dk term uses the undecayed key (e^b dropped)
   dv_state_gradient_late,        // dv's state term reads the following chunk's dh
   backward_gate_exp_unmasked,    // backward decay factors exp(b_t − b_s) for every pair, mask by multiplying
-  dh_accumulated_in_16bit,       // the carried state gradient rounded to 16 bits after every update
   ut_adjoint_transposed,         // dA = −T dTᵀ T instead of −Tᵀ dT Tᵀ
   l2norm_backward_skipped,       // use_qk_l2norm_in_kernel: dq, dk returned w.r.t. the normalised q, k
   dq_first_token_intra_dropped,  // the first token of each chunk misses dq's intra-chunk term

@@ -142,7 +142,6 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
   for (std::size_t e = 0; e < KV; ++e) dS[e] = P::narrow(dS[e]);  // dht: a 16-bit input
   // The switches of the backward's mutants, read once per sequence.
   const bool pass_decayed = !mutated(Mutant::dh_pass_undecayed);
-  const bool dh16 = P::narrows && mutated(Mutant::dh_accumulated_in_16bit);
   const bool dg_carried = mutated(Mutant::dg_revcumsum_not_reset);
   const bool dg_exclusive = mutated(Mutant::dg_revcumsum_exclusive);
   const bool dg_query_term = !mutated(Mutant::dg_query_term_dropped);
@@ -232,19 +231,10 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     // mutant dh-pass-undecayed: the backward state pass forgets the chunk's decay
     // Diag(e^{b_last}) (b_dh *= exp(b_g_last) missing in chunk_bwd_dhu).
     if (pass_decayed) decay_state(s.decay, w.b, dS, K, V);
-    // mutant dh-accumulated-in-16bit: the running dh held in a 16-bit register
-    // tile, rounded after each of its three updates instead of kept in fp32.
-    const auto round_dh = [&] {
-      if (dh16)
-        for (std::size_t e = 0; e < KV; ++e) dS[e] = P::narrow(dS[e]);
-    };
-    round_dh();
     chunk_gemm_tn<P>(w.qd, w.dO, w.tmp);  // (Q ⊙ e^b)ᵀ dO
     for (std::size_t e = 0; e < KV; ++e) mul_add_to(dS[e], scale, w.tmp.a[e]);
-    round_dh();
     chunk_gemm_tn<P>(w.wy, w.ddelta, w.tmp);  // Wyᵀ dΔ
     for (std::size_t e = 0; e < KV; ++e) dS[e] -= w.tmp.a[e];
-    round_dh();
 
     // The output's two reads: d(Q ⊙ e^b) = scale·dO S_0ᵀ and dM = scale·dO Δᵀ (s ≤ t).
     chunk_gemm_nt<P>(w.dO, w.s0, w.dqd);

@@ -223,7 +223,7 @@ TEST(Mutants, NeverReachTheSequentialForms) {
       for (Tier tier : {Tier::fp64, Tier::bf16}) {
         const TensorMap<double> ref = run(e.spec.name, Form::sequential, tier, c);
         for (const MutantInfo& m : mutant_catalogue()) {
-          const bool sixteen_bit = m.id == Mutant::accumulate_in_16bit || m.id == Mutant::dh_accumulated_in_16bit;
+          const bool sixteen_bit = m.id == Mutant::accumulate_in_16bit;
           if (tier == Tier::bf16 && !sixteen_bit) continue;
           const MutantScope scope(m.id);
           EXPECT_TRUE(bit_identical(run(e.spec.name, Form::sequential, tier, c), ref)) << m.name;
