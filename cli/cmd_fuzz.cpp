@@ -25,7 +25,7 @@ Command add_fuzz(CLI::App& app) {
     std::uint64_t seed = 0;
     int chunk_size = 16, max_findings = 3;
     std::int64_t length = 0;
-    bool no_minimise = false, strict_range = false;
+    bool no_minimise = false, strict_range = false, backward = false;
     ShardArgs shard;
   };
   auto o = std::make_shared<Opts>();
@@ -48,6 +48,9 @@ Command add_fuzz(CLI::App& app) {
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--no-minimise", o->no_minimise, "write findings as found, unshrunk");
   add_shard_options(*cmd, o->shard);
+  cmd->add_flag("--backward", o->backward,
+                "fuzz the backward form (cpu:bf16|cpu:fp32): cases carry cotangents do, dht; every gradient is "
+                "judged (NaN objective: non-finite gradients; ratio objective: the largest gradient error ratio)");
   cmd->add_flag("--strict-range", o->strict_range,
                 "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
   return [o, chunk_opt]() {
@@ -56,9 +59,13 @@ Command add_fuzz(CLI::App& app) {
     const fuzz::TargetSpec ts = fuzz::parse_target(o->target);
     // The CUDA chunk kernels have one chunk size: default to it.
     if (ts.backend == Backend::cuda && chunk_opt->count() == 0) o->chunk_size = 64;
+    const Direction direction = o->backward ? Direction::backward : Direction::forward;
     Form form;
     if (!o->form.empty()) form = parse_form(o->form);
-    else form = layer.has_form(Form::chunk) ? Form::chunk : layer.has_form(Form::scan) ? Form::scan : Form::sequential;
+    else
+      form = layer.has_form(Form::chunk, direction)  ? Form::chunk
+             : layer.has_form(Form::scan, direction) ? Form::scan
+                                                     : Form::sequential;
     fuzz::CampaignOptions opt;
     opt.budget = fuzz::parse_budget(o->budget);
     opt.objective = fuzz::parse_objective(o->objective);
@@ -69,7 +76,7 @@ Command add_fuzz(CLI::App& app) {
     opt.minimise = !o->no_minimise;
     opt.strict_range = o->strict_range;
     const Mutant mutant = parse_mutant(o->mutant);
-    const auto target = fuzz::make_target(ts, layer, form, o->chunk_size, mutant);
+    const auto target = fuzz::make_target(ts, layer, form, o->chunk_size, mutant, direction);
     // Shard i of N runs its contiguous range of the budget's case indices.
     opt.shard = o->shard.resolve();
     const fs::path dir(o->out);
@@ -85,8 +92,9 @@ Command add_fuzz(CLI::App& app) {
       if (!tty || (p.seconds - shown < 0.25 && opt.budget.cases != p.cases + opt.shard.case_range(opt.budget.cases).first))
         return;
       shown = p.seconds;
-      fmt::print(stderr, "\r{} {} {}: {} cases, {:.1f} cases/s, best ratio {:.3g}, NaN/Inf cases {}, findings {}   ",
-                 layer.spec.name, ts.text(), form_name(form), p.cases, p.cases / std::max(p.seconds, 1e-9),
+      fmt::print(stderr, "\r{} {} {}{}: {} cases, {:.1f} cases/s, best ratio {:.3g}, NaN/Inf cases {}, findings {}   ",
+                 layer.spec.name, ts.text(), form_name(form), o->backward ? " backward" : "", p.cases,
+                 p.cases / std::max(p.seconds, 1e-9),
                  p.best_ratio, p.nonfinite_cases, p.findings);
       std::fflush(stderr);
     };
@@ -95,20 +103,22 @@ Command add_fuzz(CLI::App& app) {
 
     fuzz::CampaignInfo info{layer.spec.name, ts.text(), form, o->chunk_size, opt.objective, o->seed, opt.budget,
                             o->mutant, o->strict_range};
+    info.direction = direction;
     if (opt.shard.sharded()) {
       // What must agree between the shards of one campaign, and the cases this one ran.
       const nlohmann::json config{{"layer", layer.spec.name}, {"target", ts.text()},   {"form", form_name(form)},
                                   {"chunk_size", o->chunk_size}, {"mutant", o->mutant}, {"objective", o->objective},
                                   {"seed", o->seed},           {"budget", opt.budget.text()}, {"length", o->length},
                                   {"max_findings", o->max_findings}, {"minimise", !o->no_minimise},
-                                  {"strict_range", o->strict_range}};
+                                  {"strict_range", o->strict_range}, {"direction", direction_name(direction)}};
       info.shard = shard_json(opt.shard, config);
       const std::int64_t first = opt.shard.case_range(opt.budget.cases).first;
       info.shard["cases"] = {first, first + r.last.cases};
     }
     const auto stems = fuzz::write_reproducers(dir, layer, *target, info, r);
-    fmt::print("fuzz {} {} {} objective {} seed {} budget {}{}: {} cases in {:.1f} s ({:.2f} cases/s)\n",
-               layer.spec.name, ts.text(), form_name(form), objective_name(opt.objective), o->seed,
+    fmt::print("fuzz {} {} {}{} objective {} seed {} budget {}{}: {} cases in {:.1f} s ({:.2f} cases/s)\n",
+               layer.spec.name, ts.text(), form_name(form), o->backward ? " backward" : "",
+               objective_name(opt.objective), o->seed,
                opt.budget.text(), opt.shard.sharded() ? ", shard " + opt.shard.text() : "", r.last.cases,
                r.last.seconds, r.last.cases / std::max(r.last.seconds, 1e-9));
     fmt::print("  NaN/Inf cases (oracle finite): {} kernel failures, {} range findings{}; oracle non-finite cases: {}\n",

@@ -1,7 +1,8 @@
 // `ttrcheck gate`: the built-in suite (gate/gate.hpp) on the built-in kernels
-// — the CPU chunk and scan forms in bf16 and fp32 policy — with one verdict
-// line per (layer, form, dtype), a report directory (report.json, junit.xml),
-// and exit 1 when any check fails. The README's main command.
+// — the CPU chunk and scan forms in bf16 and fp32 policy, forward and backward —
+// with one verdict line per (layer, form, dtype, direction), a report directory
+// (report.json, junit.xml), and exit 1 when any check fails. The README's main
+// command.
 #include <unistd.h>
 
 #include <chrono>
@@ -23,7 +24,8 @@ std::string where(const Location& l) {
   return l.t < 0 ? fmt::format("b={} h={}", l.b, l.h) : fmt::format("b={} t={} h={}", l.b, l.t, l.h);
 }
 
-// One line per (layer, form, dtype): its checks over cases and seeds, the worst.
+// One line per (layer, form, dtype) and direction ("…/backward"): its checks over
+// cases and seeds, the worst tensor (a gradient, for the backward lines).
 void print_verdicts(const GateResult& r, double threshold) {
   struct Row {
     int checks = 0, failed = 0;
@@ -33,7 +35,8 @@ void print_verdicts(const GateResult& r, double threshold) {
   std::map<std::string, Row> rows;
   for (const GateCheck& c : r.checks) {
     const auto slash = c.id.find('/', c.id.find('/', c.id.find('/') + 1) + 1);  // layer/form/dtype
-    Row& row = rows[c.id.substr(0, slash)];
+    const bool backward = c.result.direction == Direction::backward;
+    Row& row = rows[c.id.substr(0, slash) + (backward ? "/backward" : "")];
     ++row.checks;
     row.failed += c.result.pass ? 0 : 1;
     for (const TensorVerdict& v : c.result.tensors) {
@@ -41,15 +44,15 @@ void print_verdicts(const GateResult& r, double threshold) {
       const double ratio = v.nonfinite_failures ? std::numeric_limits<double>::infinity() : v.max_ratio;
       if (ratio > row.worst) {
         row.worst = ratio;
-        row.at = fmt::format("{} {} {}", c.id.substr(slash + 1), v.name,
-                             where(v.nonfinite_failures ? v.first_nonfinite : v.worst));
+        const std::string case_seed = c.id.substr(slash + 1, backward ? c.id.rfind('/') - slash - 1 : std::string::npos);
+        row.at = fmt::format("{} {} {}", case_seed, v.name, where(v.nonfinite_failures ? v.first_nonfinite : v.worst));
       }
     }
   }
-  fmt::print("{:<42} {:>6} {:>6} {:>10}  {:<6} {}\n", "layer/form/dtype", "checks", "failed", "max ratio", "verdict",
-             "worst (case/seed tensor location)");
+  fmt::print("{:<45} {:>6} {:>6} {:>10}  {:<6} {}\n", "layer/form/dtype[/backward]", "checks", "failed", "max ratio",
+             "verdict", "worst (case/seed tensor location)");
   for (const auto& [key, row] : rows)
-    fmt::print("{:<42} {:>6} {:>6} {:>10.3g}  {:<6} {}\n", key, row.checks, row.failed, row.worst,
+    fmt::print("{:<45} {:>6} {:>6} {:>10.3g}  {:<6} {}\n", key, row.checks, row.failed, row.worst,
                row.failed ? "FAIL" : "pass", row.at);
   fmt::print("\nthreshold on the error ratio: {}\n", threshold);
 }
@@ -59,7 +62,7 @@ void print_verdicts(const GateResult& r, double threshold) {
 Command add_gate(CLI::App& app) {
   struct Opts {
     GateOptions gate;
-    std::string out = "ttrcheck-gate", criterion = "model";
+    std::string out = "ttrcheck-gate", criterion = "model", direction = "both";
     bool cuda_only = false, no_cuda = false;
     ShardArgs shard;
   };
@@ -74,6 +77,9 @@ Command add_gate(CLI::App& app) {
   cmd->add_option("--samples", o->gate.samples, "Monte Carlo arithmetic runs per model")->check(CLI::Range(2, 1000));
   cmd->add_option("--criterion", o->criterion, "model (error ratios) | fla (relative RMS < 0.005 vs fp32)");
   cmd->add_option("--mutant", o->gate.mutant, "run the kernels with a catalogued bug (see `ttrcheck mutants`)");
+  cmd->add_option("--direction", o->direction,
+                  "forward | backward | both (default): the forms of these directions (backward: every gradient "
+                  "of the backward forms the registry declares)");
   cmd->add_option("--out", o->out, "report directory (report.json, junit.xml)");
   cmd->add_flag("--cuda-only", o->cuda_only, "run only the CUDA target (the kernels of gpu/ on the device)");
   cmd->add_flag("--no-cuda", o->no_cuda, "leave the CUDA target out");
@@ -85,6 +91,10 @@ Command add_gate(CLI::App& app) {
     if (o->criterion == "model") o->gate.criterion = Criterion::model;
     else if (o->criterion == "fla") o->gate.criterion = Criterion::fla;
     else throw InputError(fmt::format("unknown criterion '{}' (model|fla)", o->criterion));
+    if (o->direction == "both") o->gate.directions = {Direction::forward, Direction::backward};
+    else if (o->direction == "forward") o->gate.directions = {Direction::forward};
+    else if (o->direction == "backward") o->gate.directions = {Direction::backward};
+    else throw InputError(fmt::format("--direction: unknown direction '{}' (forward|backward|both)", o->direction));
     // Usage errors and an unwritable report directory are found before the
     // suite runs rather than after it.
     validate_gate_options(o->gate);
@@ -109,6 +119,7 @@ Command add_gate(CLI::App& app) {
     GateResult rc;
     std::string cuda_line;
     if (o->no_cuda) cuda_line = "skipped: --no-cuda";
+    else if (o->direction == "backward") cuda_line = "skipped: the device kernels are forward only";
     else if (o->gate.criterion != Criterion::model) cuda_line = "skipped: runs under the model criterion only";
     else if (!o->gate.mutant.empty()) cuda_line = "skipped: mutants are planted in the CPU kernels";
     else {
@@ -118,7 +129,7 @@ Command add_gate(CLI::App& app) {
       cuda_line = rc.skipped.empty() ? fmt::format("{} checks on {}", rc.checks.size(), rc.device) : rc.skipped;
     }
     const double threshold = o->gate.criterion == Criterion::model ? kRatioThreshold : 1.0;
-    fmt::print("gate: suite {}, criterion {}{}{}\n\n", o->gate.suite, o->criterion,
+    fmt::print("gate: suite {}, criterion {}, direction {}{}{}\n\n", o->gate.suite, o->criterion, o->direction,
                o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant,
                o->gate.shard.sharded() ? ", shard " + o->gate.shard.text() : "");
     if (!o->cuda_only) print_verdicts(r, threshold);
@@ -136,6 +147,7 @@ Command add_gate(CLI::App& app) {
                                   {"cases", o->gate.cases},   {"seed", o->gate.seed},
                                   {"seeds", o->gate.seeds},   {"samples", o->gate.samples},
                                   {"criterion", o->criterion}, {"mutant", o->gate.mutant},
+                                  {"direction", o->direction},
                                   {"strict_range", o->gate.strict_range},
                                   {"cpu", o->cuda_only ? "skipped: --cuda-only" : "ran"},
                                   {"cuda", rc.skipped.empty() && !cuda_line.starts_with("skipped") ? "ran" : cuda_line}};

@@ -1,6 +1,7 @@
 // `ttrcheck mutants [--json]`: the mutant catalogue (gate/mutants.hpp) — the
 // realistic bugs `ttrcheck run --mutant NAME` injects into the chunk and scan
-// forms, the (layer, form) pairs each affects and what it needs to bite.
+// forms (forward and backward), the (layer, form, direction) triples each
+// affects and what it needs to bite.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@ nlohmann::json needs_json(const MutantConditions& n) {
   if (!n.tiers.empty())
     for (Tier t : n.tiers) j["arith"].push_back(tier_name(t));
   if (n.min_chunks > 1) j["min_chunks"] = n.min_chunks;
+  if (n.min_chunk_size > 1) j["min_chunk_size"] = n.min_chunk_size;
   if (n.partial_last_chunk) j["partial_last_chunk"] = true;
   if (n.several_sequences) j["several_sequences"] = true;
   if (n.special != SpecialInput::none) j["special_inputs"] = special_input_text(n.special);
@@ -37,6 +39,7 @@ std::string needs_text(const MutantConditions& n) {
     parts.push_back(fmt::format("--arith {}", fmt::join(names, "|")));
   }
   if (n.min_chunks > 1) parts.push_back(fmt::format("T >= {}·C (chunk forms)", n.min_chunks));
+  if (n.min_chunk_size > 1) parts.push_back(fmt::format("--chunk-size >= {}", n.min_chunk_size));
   if (n.partial_last_chunk) parts.push_back("T not a multiple of C");
   if (n.several_sequences) parts.push_back("B·H >= 2");
   if (n.special != SpecialInput::none) parts.push_back(special_input_text(n.special));
@@ -54,9 +57,14 @@ Command add_mutants(CLI::App& app) {
     if (*json) {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& m : mutant_catalogue()) {
-        nlohmann::json e{{"name", m.name}, {"description", m.description}, {"needs", needs_json(m.needs)}};
+        nlohmann::json e{{"name", m.name},
+                         {"description", m.description},
+                         {"direction", direction_name(m.direction())},
+                         {"needs", needs_json(m.needs)}};
         e["targets"] = nlohmann::json::array();
-        for (const auto& t : m.targets) e["targets"].push_back({{"layer", t.layer}, {"form", form_name(t.form)}});
+        for (const auto& t : m.targets)
+          e["targets"].push_back(
+              {{"layer", t.layer}, {"form", form_name(t.form)}, {"direction", direction_name(t.direction)}});
         if (!m.note.empty()) e["note"] = m.note;
         j.push_back(std::move(e));
       }
@@ -66,7 +74,9 @@ Command add_mutants(CLI::App& app) {
     for (const auto& m : mutant_catalogue()) {
       fmt::print("{}\n  {}\n", m.name, m.description);
       std::vector<std::string> targets;
-      for (const auto& t : m.targets) targets.push_back(fmt::format("{}/{}", t.layer, form_name(t.form)));
+      for (const auto& t : m.targets)
+        targets.push_back(fmt::format("{}/{}{}", t.layer, form_name(t.form),
+                                      t.direction == Direction::backward ? "/backward" : ""));
       fmt::print("  affects: {}\n", fmt::join(targets, ", "));
       if (const std::string n = needs_text(m.needs); !n.empty()) fmt::print("  needs: {}\n", n);
       if (!m.note.empty()) fmt::print("  note: {}\n", m.note);

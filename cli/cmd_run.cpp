@@ -60,9 +60,9 @@ Command add_run(CLI::App& app) {
     check_outputs({{"--in", o->in}}, {{"--out", o->out}});
     const Direction dir = o->backward ? Direction::backward : Direction::forward;
     const LoadedInputs in = load_inputs(o->layer, o->in, o->sets, dir);
-    if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form))
-      fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {}: the output is unmutated\n",
-                 o->mutant, in.layer->spec.name, form_name(form));
+    if (mutant != Mutant::none && !mutant_info(mutant).affects(in.layer->spec.name, form, dir))
+      fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {} {}: the output is unmutated\n",
+                 o->mutant, in.layer->spec.name, form_name(form), direction_name(dir));
     if (o->device == "cuda") {
       if (in.inputs.tensors.count(kCuSeqlens))
         throw InputError(fmt::format("--device cuda: tensor '{}' (a varlen batch): the CUDA kernels take fixed-length "

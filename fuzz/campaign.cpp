@@ -71,13 +71,17 @@ bool any_nonfinite(const LayerSpec& spec, const TensorMap<double>& m) {
 
 }  // namespace
 
-TensorMap<double> mpfr_oracle(const LayerEntry& layer, const Case& c) {
-  return Judge(layer, c.inputs, Config::make(layer.spec, c.config), {Tier::mpfr, kCheckOracleBits}).oracle();
+TensorMap<double> mpfr_oracle(const LayerEntry& layer, const Case& c, Direction direction) {
+  return Judge(layer, c.inputs, Config::make(layer.spec, c.config), {Tier::mpfr, kCheckOracleBits}, direction).oracle();
+}
+
+LayerSpec case_spec(const LayerEntry& layer, const Target& target) {
+  return direction_spec(layer.spec, target.direction());
 }
 
 CheckResult full_check(const LayerEntry& layer, const Target& target, const Case& c, const TensorMap<double>& oracle,
                        const TensorMap<double>& candidate) {
-  Judge judge(layer, c.inputs, Config::make(layer.spec, c.config), oracle);
+  Judge judge(layer, c.inputs, Config::make(layer.spec, c.config), oracle, target.direction());
   return judge(candidate, target.model());
 }
 
@@ -106,18 +110,19 @@ double max_ratio(const CheckResult& r) {
 
 bool still_fails(const LayerEntry& layer, const Target& target, FindingKind kind, const Case& c) {
   const Config cfg = Config::make(layer.spec, c.config);
+  const LayerSpec io = case_spec(layer, target);
   const TensorMap<double> cand = target.run(layer, c.inputs, cfg);
-  if (kind == FindingKind::nonfinite && !any_nonfinite(layer.spec, cand)) return false;
-  const TensorMap<double> oracle = mpfr_oracle(layer, c);
+  if (kind == FindingKind::nonfinite && !any_nonfinite(io, cand)) return false;
+  const TensorMap<double> oracle = mpfr_oracle(layer, c, target.direction());
   switch (kind) {
     case FindingKind::nonfinite:
     case FindingKind::range: {
       // The same classification too: a kernel failure must not shrink into a
       // range case (or back).
-      const CheckResult r = Judge(layer, c.inputs, cfg, oracle).nonfinite(cand, target.model());
+      const CheckResult r = Judge(layer, c.inputs, cfg, oracle, target.direction()).nonfinite(cand, target.model());
       return nonfinite_failures(r) > 0 && r.range.beyond == (kind == FindingKind::range);
     }
-    case FindingKind::oracle_nonfinite: return oracle_nonfinite_elements(layer.spec, oracle, cand) > 0;
+    case FindingKind::oracle_nonfinite: return oracle_nonfinite_elements(io, oracle, cand) > 0;
     case FindingKind::ratio: {
       // The same kind of failure: a finite ratio above the threshold, not a NaN
       // that shrinking produced (which would be a different bug's reproducer).
@@ -153,14 +158,15 @@ struct Screened {
 
 Screened screen(const LayerEntry& layer, const Target& target, const Case& c, Objective obj, int samples) {
   const Config cfg = Config::make(layer.spec, c.config);
+  const LayerSpec io = case_spec(layer, target);
   Screened s;
   s.candidate = target.run(layer, c.inputs, cfg);
   // Screening judges against the fp64 sequential form: cheap, and far more
   // accurate than the kernels screened; suspects are confirmed in MPFR.
-  Judge judge(layer, c.inputs, cfg, {Tier::fp64, 0});
+  Judge judge(layer, c.inputs, cfg, {Tier::fp64, 0}, target.direction());
   const TensorMap<double>& ref = judge.oracle();
-  s.suspicious_nonfinite = any_nonfinite(layer.spec, s.candidate);
-  s.suspicious_oracle = oracle_nonfinite_elements(layer.spec, ref, s.candidate) > 0;
+  s.suspicious_nonfinite = any_nonfinite(io, s.candidate);
+  s.suspicious_oracle = oracle_nonfinite_elements(io, ref, s.candidate) > 0;
   if (obj == Objective::ratio && !s.suspicious_nonfinite) {
     ModelSpec ms = target.model();
     ms.samples = samples;
@@ -181,7 +187,10 @@ constexpr std::size_t kPoolSize = 4;
 }  // namespace
 
 CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const CampaignOptions& opt) {
-  const LayerSpec& spec = layer.spec;
+  // The cases follow the target's direction: a backward target's carry cotangents
+  // (do, dht: value tensors, drawn and moved like v) and its outputs are gradients.
+  const LayerSpec spec = case_spec(layer, target);
+  const Direction dir = target.direction();
   std::vector<std::string> families = families_for(spec);
   if (target.spec().backend != Backend::cpu)  // the device kernels take no cu_seqlens yet (docs/varlen.md)
     std::erase(families, std::string("varlen_boundaries"));
@@ -220,7 +229,7 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
     double value = 0;
     if (s.suspicious_nonfinite || s.suspicious_oracle ||
         (opt.objective == Objective::ratio && s.ratio > kRatioThreshold / 2)) {
-      const TensorMap<double> oracle = mpfr_oracle(layer, c);
+      const TensorMap<double> oracle = mpfr_oracle(layer, c, dir);
       const std::int64_t orc = oracle_nonfinite_elements(spec, oracle, s.candidate);
       res.oracle_nonfinite_cases += orc > 0;
       CheckResult check;
@@ -228,7 +237,8 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
       if (need_model) {
         check = full_check(layer, target, c, oracle, s.candidate);
       } else {
-        check = Judge(layer, c.inputs, Config::make(spec, c.config), oracle).nonfinite(s.candidate, target.model());
+        check = Judge(layer, c.inputs, Config::make(layer.spec, c.config), oracle, dir)
+                    .nonfinite(s.candidate, target.model());
       }
       if (const std::int64_t nf = nonfinite_failures(check); nf > 0) {
         ++(check.range.beyond ? p.range_cases : p.nonfinite_cases);
@@ -279,9 +289,9 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
   // After the budget: minimise and settle each finding with `ttrcheck check`'s verdict.
   for (Finding& f : res.findings) {
     f.minimised = opt.minimise ? minimise(layer, target, f.kind, f.original, opt.minimise_trials) : f.original;
-    const Config cfg = Config::make(spec, f.minimised.config);
+    const Config cfg = Config::make(layer.spec, f.minimised.config);
     f.candidate = target.run(layer, f.minimised.inputs, cfg);
-    const TensorMap<double> oracle = mpfr_oracle(layer, f.minimised);
+    const TensorMap<double> oracle = mpfr_oracle(layer, f.minimised, dir);
     f.check = full_check(layer, target, f.minimised, oracle, f.candidate);
     f.objective_value = f.kind == FindingKind::nonfinite || f.kind == FindingKind::range
                             ? static_cast<double>(nonfinite_failures(f.check))
@@ -289,9 +299,9 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
                                                          : static_cast<double>(oracle_nonfinite_elements(spec, oracle, f.candidate));
   }
   if (opt.objective == Objective::ratio && have_best) {
-    const Config cfg = Config::make(spec, best_case.config);
-    res.best_ratio_confirmed =
-        max_ratio(full_check(layer, target, best_case, mpfr_oracle(layer, best_case), target.run(layer, best_case.inputs, cfg)));
+    const Config cfg = Config::make(layer.spec, best_case.config);
+    const TensorMap<double> cand = target.run(layer, best_case.inputs, cfg);
+    res.best_ratio_confirmed = max_ratio(full_check(layer, target, best_case, mpfr_oracle(layer, best_case, dir), cand));
   }
   p.seconds = elapsed();
   return res;

@@ -108,11 +108,15 @@ CampaignResult run_campaign(const LayerEntry& layer, const Target& target, const
 
 // The pieces, for the minimiser and the tests.
 
-// `ttrcheck check`'s oracle: the sequential form in MPFR-256, as doubles.
-TensorMap<double> mpfr_oracle(const LayerEntry& layer, const Case& c);
+// `ttrcheck check`'s oracle: the sequential form in MPFR-256, as doubles (backward:
+// the gradients, from the case's inputs and cotangents).
+TensorMap<double> mpfr_oracle(const LayerEntry& layer, const Case& c, Direction direction = Direction::forward);
 // `ttrcheck check`'s verdict (default options: 8 samples, seed 0) on the target's outputs.
 CheckResult full_check(const LayerEntry& layer, const Target& target, const Case& c, const TensorMap<double>& oracle,
                        const TensorMap<double>& candidate);
+// The spec a target's cases and outputs follow: the layer's, or its backward_spec
+// (inputs plus cotangents; outputs the gradients) for a backward target.
+LayerSpec case_spec(const LayerEntry& layer, const Target& target);
 // Non-finite elements of certifiable outputs where `oracle` is non-finite and the candidate finite.
 std::int64_t oracle_nonfinite_elements(const LayerSpec& spec, const TensorMap<double>& oracle,
                                        const TensorMap<double>& candidate);

@@ -107,8 +107,10 @@ std::string merge_campaigns(const std::vector<fs::path>& dirs, const fs::path& o
                                      all[i - 1].shard->path));
     const json& head = shards.front().doc;
     const std::string target = head.at("target").get<std::string>();
-    const std::string prefix = fmt::format("{}.{}.{}", head.at("layer").get<std::string>(),
-                                           target.substr(target.find(':') + 1), head.at("form").get<std::string>());
+    const bool backward = head.contains("direction") && head.at("direction") == "backward";
+    const std::string prefix = fmt::format("{}.{}.{}{}", head.at("layer").get<std::string>(),
+                                           target.substr(target.find(':') + 1), head.at("form").get<std::string>(),
+                                           backward ? ".backward" : "");
     std::map<std::string, int> per_kind, index;
     std::map<std::string, std::string> stem_of;  // reproducer key -> merged stem
     json findings = json::array(), duplicates = json::array();

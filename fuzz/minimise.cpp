@@ -61,7 +61,7 @@ std::vector<std::int64_t> shorter_lengths(std::int64_t T) {
 }  // namespace
 
 Case minimise(const LayerEntry& layer, const Target& target, FindingKind kind, const Case& c, int max_trials) {
-  const LayerSpec& spec = layer.spec;
+  const LayerSpec spec = case_spec(layer, target);  // backward: the cotangents shrink with the inputs
   Case cur = c;
   int trials = 0;
   const auto attempt = [&](const Case& next) {

@@ -82,6 +82,7 @@ std::string check_command(const CampaignInfo& info, const std::string& stem, con
                               form_name(info.form));
   if (info.form != Form::sequential) c += fmt::format(" --chunk-size {}", info.chunk_size);
   if (info.strict_range) c += " --strict-range";
+  if (info.direction == Direction::backward) c += " --backward";
   return c;
 }
 
@@ -108,7 +109,8 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
         stems.push_back(s->second);
         continue;
       }
-      const std::string stem = fmt::format("{}.{}.{}.{}.{}", layer.spec.name, dtype, form_name(info.form),
+      const std::string stem = fmt::format("{}.{}.{}{}.{}.{}", layer.spec.name, dtype, form_name(info.form),
+                                           info.direction == Direction::backward ? ".backward" : "",
                                            kind_name(f.kind), index[static_cast<int>(f.kind)]++);
       seen.emplace(key, stem);
       const fs::path in_path = dir / (stem + ".inputs.safetensors");
@@ -118,6 +120,7 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
       auto cmeta = base_metadata("run", layer.spec, cfg);
       cmeta["form"] = form_name(info.form);
       cmeta["target"] = info.target;
+      cmeta["direction"] = direction_name(info.direction);
       if (info.form != Form::sequential) cmeta["chunk_size"] = std::to_string(info.chunk_size);
       if (info.mutant != "none") cmeta["mutant"] = info.mutant;
       const fs::path cand_path = dir / (stem + ".candidate.safetensors");
@@ -138,6 +141,7 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
           {"layer", layer.spec.name},
           {"target", info.target},
           {"form", form_name(info.form)},
+          {"direction", direction_name(info.direction)},
           {"chunk_size", info.chunk_size},
           {"mutant", info.mutant},
           {"objective", objective_name(info.objective)},
@@ -162,6 +166,7 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
                                  {"layer", layer.spec.name},
                                  {"target", info.target},
                                  {"form", form_name(info.form)},
+                                 {"direction", direction_name(info.direction)},
                                  {"chunk_size", info.chunk_size},
                                  {"mutant", info.mutant},
                                  {"objective", objective_name(info.objective)},

@@ -36,6 +36,7 @@ struct CampaignInfo {
   std::string mutant = "none";
   bool strict_range = false;  // range findings are failures; replays pass --strict-range
   nlohmann::json shard = nullptr;  // a shard's record for `ttrcheck merge` (gate/shard.hpp); null: not sharded
+  Direction direction = Direction::forward;  // backward: inputs hold cotangents, outputs are gradients
 };
 
 // Per finding, in finding order, the stem of its reproducer (a duplicate's: the

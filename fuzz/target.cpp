@@ -36,21 +36,23 @@ namespace {
 // (docs/arithmetic-policies.md): what `ttrcheck run --arith D --form F` computes.
 class CpuTarget final : public Target {
  public:
-  CpuTarget(TargetSpec spec, Form form, int chunk, Mutant mutant)
-      : spec_(spec), form_(form), chunk_(chunk), mutant_(mutant) {}
+  CpuTarget(TargetSpec spec, Form form, int chunk, Mutant mutant, Direction direction)
+      : spec_(spec), form_(form), chunk_(chunk), mutant_(mutant), direction_(direction) {}
   TargetSpec spec() const override { return spec_; }
   Form form() const override { return form_; }
+  Direction direction() const override { return direction_; }
   int chunk_size() const override { return chunk_; }
   ModelSpec model() const override {
     ModelSpec ms;
     ms.form = form_;
+    ms.direction = direction_;
     ms.dtype = spec_.dtype;
     ms.chunk_size = chunk_;
     return ms;
   }
   TensorMap<double> run(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg) const override {
     const MutantScope scope(mutant_);  // the kernel under test only: oracle and model run outside it
-    return run_layer(layer, form_, {spec_.dtype, 0}, inputs, cfg, chunk_).values;
+    return run_layer(layer, form_, {spec_.dtype, 0}, inputs, cfg, chunk_, direction_).values;
   }
   std::string replay_command(const std::string& layer, const std::string& inputs_file,
                              const std::string& outputs_file) const override {
@@ -58,6 +60,7 @@ class CpuTarget final : public Target {
                                 outputs_file, tier_name(spec_.dtype), form_name(form_));
     if (form_ != Form::sequential) c += fmt::format(" --chunk-size {}", chunk_);
     if (mutant_ != Mutant::none) c += fmt::format(" --mutant {}", mutant_name(mutant_));
+    if (direction_ == Direction::backward) c += " --backward";
     return c;
   }
 
@@ -66,6 +69,7 @@ class CpuTarget final : public Target {
   Form form_;
   int chunk_;
   Mutant mutant_;
+  Direction direction_;
 };
 
 // A device kernel of the registry on device 0, with the model the gate uses
@@ -95,9 +99,12 @@ class KernelTarget final : public Target {
 }  // namespace
 
 std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& layer, Form form, int chunk,
-                                    Mutant mutant) {
+                                    Mutant mutant, Direction direction) {
   if (spec.backend != Backend::cpu) {
     const std::string t = spec.text();
+    if (direction != Direction::forward)
+      throw InputError(fmt::format("--target {} --backward: the CUDA kernels compute the forward direction only "
+                                   "(--target cpu:bf16|cpu:fp32)", t));
     if (const device::Status st = device::status(); !st.usable())
       throw InputError(fmt::format("--target {}: {}", t, st.reason()));
     const KernelImpl* k = layer.kernel(spec.backend, form);
@@ -109,17 +116,18 @@ std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& la
       throw InputError(fmt::format("--target {}: mutants are planted in the CPU kernels, not on the GPU", t));
     return std::make_unique<KernelTarget>(spec, *k);
   }
-  if (!layer.has_form(form))
-    throw InputError(fmt::format("--form: layer '{}' has no {} form", layer.spec.name, form_name(form)));
+  if (!layer.has_form(form, direction))
+    throw InputError(fmt::format("--form: layer '{}' has no {} {} form", layer.spec.name, form_name(form),
+                                 direction_name(direction)));
   if (mutant != Mutant::none) {
     if (form == Form::sequential)
       throw InputError(fmt::format("--mutant {}: the sequential form is never mutated (use --form chunk|scan)",
                                    mutant_name(mutant)));
-    if (!mutant_info(mutant).affects(layer.spec.name, form))
-      throw InputError(fmt::format("--mutant {} does not affect {} --form {} (`ttrcheck mutants` lists its targets)",
-                                   mutant_name(mutant), layer.spec.name, form_name(form)));
+    if (!mutant_info(mutant).affects(layer.spec.name, form, direction))
+      throw InputError(fmt::format("--mutant {} does not affect {} --form {} {} (`ttrcheck mutants` lists its targets)",
+                                   mutant_name(mutant), layer.spec.name, form_name(form), direction_name(direction)));
   }
-  return std::make_unique<CpuTarget>(spec, form, chunk, mutant);
+  return std::make_unique<CpuTarget>(spec, form, chunk, mutant, direction);
 }
 
 }  // namespace ttr::fuzz

@@ -31,6 +31,8 @@ class Target {
   virtual ~Target() = default;
   virtual TargetSpec spec() const = 0;
   virtual Form form() const = 0;      // the algorithm it runs
+  // What it computes: outputs, or (backward) the gradients from inputs plus cotangents.
+  virtual Direction direction() const { return Direction::forward; }
   virtual int chunk_size() const = 0;
   // The error model of its rounding (form(s), dtype, chunk size); the campaign
   // sets samples and seed.
@@ -44,11 +46,12 @@ class Target {
                                      const std::string& outputs_file) const = 0;
 };
 
-// The target for `spec` running `form` with chunk size `chunk`, under `mutant`
-// (CPU only; Mutant::none for a real kernel). InputError when this build or
-// machine has no such backend ("no CUDA device"), the layer lacks the form or
-// kernel, or the kernel does not take the chunk size.
+// The target for `spec` running `form` with chunk size `chunk` in `direction`,
+// under `mutant` (CPU only; Mutant::none for a real kernel). InputError when this
+// build or machine has no such backend ("no CUDA device"), the layer lacks the
+// form or kernel in that direction (the device kernels are forward only), or the
+// kernel does not take the chunk size.
 std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& layer, Form form, int chunk,
-                                    Mutant mutant);
+                                    Mutant mutant, Direction direction = Direction::forward);
 
 }  // namespace ttr::fuzz

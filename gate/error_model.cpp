@@ -237,6 +237,7 @@ CheckResult compare(const LayerSpec& spec, const TensorMap<double>& oracle, cons
   r.dtype = model.spec.dtype;
   r.policy = model.spec.policy;
   r.model_form = model.spec.form;
+  r.direction = model.spec.direction;
   r.chunk_size = model.spec.chunk_size;
   for (const TensorSpec& out : spec.outputs) {
     if (!out.certifiable) continue;  // diagnostics of the arithmetic, not of the math

@@ -115,6 +115,7 @@ struct CheckResult {
   Tier dtype = Tier::bf16;
   Policy policy = Policy::native;
   Form model_form = Form::chunk;
+  Direction direction = Direction::forward;  // backward: the tensors are gradients (d<input>)
   int chunk_size = 64;
   double threshold = kRatioThreshold;
   std::vector<TensorVerdict> tensors;  // in the spec's output order

@@ -27,41 +27,46 @@ Dims dims_of(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, std
   return {{"B", B}, {"T", T}, {"H", H}, {"K", K}, {"V", V}, {"N", K}, {"D", V}};
 }
 
-// One (layer, case, seed): one judge, so the oracle is computed once and shared
-// by the unit's kernels × dtypes.
+// One (layer, direction, case, seed): one judge, so the oracle is computed once
+// and shared by the unit's kernels × dtypes.
 struct Unit {
   const LayerEntry* layer;
   GateCase c;
   std::uint64_t seed;
   std::vector<std::pair<Form, Tier>> kernels;  // Backend::cpu: the forms × dtypes judged
   std::size_t expected;                        // checks it makes (progress)
+  Direction direction = Direction::forward;
 };
 
 std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const Mutant mutant) {
   const LayerSpec& spec = u.layer->spec;
   const VectorCase vc = gate_vector_case(spec, u.c);
-  const TensorMap<double> in = generate_inputs(spec, vc, u.seed);
+  // Backward: the forward inputs plus a cotangent of every output (do, dht, …).
+  const bool backward = u.direction == Direction::backward;
+  const TensorMap<double> in = backward ? generate_backward_inputs(spec, vc, u.seed) : generate_inputs(spec, vc, u.seed);
   const Config cfg = Config::make(spec, vc.config);
   // The model criterion's oracle is MPFR; FLA's practice compares with an fp32
   // run of the sequential form.
   const Arith reference = opt.criterion == Criterion::model ? Arith{Tier::mpfr, kGateOracleBits} : Arith{Tier::fp32, 0};
-  Judge judge(*u.layer, in, cfg, reference);
+  Judge judge(*u.layer, in, cfg, reference, u.direction);
   judge.set_strict_range(opt.strict_range);
   std::vector<GateCheck> out;
   for (const auto& [form, dtype] : u.kernels) {
     TensorMap<double> cand;
     {
       const MutantScope scope(mutant);  // the kernel under test only, never the oracle or the model
-      cand = run_layer(*u.layer, form, {dtype, 0}, in, cfg, u.c.chunk_size).values;
+      cand = run_layer(*u.layer, form, {dtype, 0}, in, cfg, u.c.chunk_size, u.direction).values;
     }
     ModelSpec ms;
     ms.form = form;
+    ms.direction = u.direction;
     ms.dtype = dtype;
     ms.chunk_size = u.c.chunk_size;
     ms.samples = opt.samples;
     ms.seed = u.seed;
     GateCheck& g = out.emplace_back();
-    g.id = fmt::format("{}/{}/{}/{}/{}", spec.name, form_name(form), tier_name(dtype), u.c.name, u.seed);
+    g.id = fmt::format("{}/{}/{}/{}/{}{}", spec.name, form_name(form), tier_name(dtype), u.c.name, u.seed,
+                       backward ? "/backward" : "");
     g.result = opt.criterion == Criterion::fla ? judge.fla(cand, ms) : judge(cand, ms);
   }
   return out;
@@ -134,6 +139,7 @@ void validate_gate_options(const GateOptions& opt) {
       throw InputError(fmt::format("suite '{}' has no case '{}'", opt.suite, name));
   for (const auto& name : opt.layers) find_layer(name);
   if (!opt.mutant.empty()) parse_mutant(opt.mutant);
+  if (opt.directions.empty()) throw InputError("the gate needs a direction (forward, backward or both)");
 }
 
 GateResult run_gate(const GateOptions& opt) {
@@ -163,25 +169,30 @@ GateResult run_gate(const GateOptions& opt) {
   for (const LayerEntry& e : registry()) {
     if (!opt.layers.empty() && std::find(opt.layers.begin(), opt.layers.end(), e.spec.name) == opt.layers.end())
       continue;
-    std::vector<std::pair<Form, Tier>> kernels;
-    std::size_t expected = 0;
-    if (opt.backend == Backend::cpu) {
-      for (Form form : e.form_list())
-        if (form != Form::sequential && (opt.forms.empty() ? sweeps_by_default(form)
-                                                           : std::count(opt.forms.begin(), opt.forms.end(), form) > 0))
-          for (Tier t : {Tier::bf16, Tier::fp32}) kernels.emplace_back(form, t);
-      expected = kernels.size();
-    } else {
-      expected = 2 * e.kernel_list(opt.backend).size();  // × bf16, fp32
-    }
-    if (expected == 0) continue;
-    for (const GateCase& c : cases) {
-      const int n = opt.seeds > 0 ? opt.seeds : c.seeds;
-      for (int s = 0; s < n; ++s, ++planned) {
-        if (!opt.shard.owns(planned)) continue;  // another shard's unit
-        units.push_back({&e, c, opt.seed + static_cast<std::uint64_t>(s), kernels, expected});
-        plan_index.push_back(planned);
-        total += expected;
+    // Per layer: its forward units, then its backward units (so a forward-only
+    // gate plans exactly what it planned before backward checks existed).
+    for (const Direction dir : {Direction::forward, Direction::backward}) {
+      if (std::find(opt.directions.begin(), opt.directions.end(), dir) == opt.directions.end()) continue;
+      std::vector<std::pair<Form, Tier>> kernels;
+      std::size_t expected = 0;
+      if (opt.backend == Backend::cpu) {
+        for (Form form : e.form_list(dir))
+          if (form != Form::sequential && (opt.forms.empty() ? sweeps_by_default(form)
+                                                             : std::count(opt.forms.begin(), opt.forms.end(), form) > 0))
+            for (Tier t : {Tier::bf16, Tier::fp32}) kernels.emplace_back(form, t);
+        expected = kernels.size();
+      } else if (dir == Direction::forward) {
+        expected = 2 * e.kernel_list(opt.backend).size();  // × bf16, fp32
+      }
+      if (expected == 0) continue;
+      for (const GateCase& c : cases) {
+        const int n = opt.seeds > 0 ? opt.seeds : c.seeds;
+        for (int s = 0; s < n; ++s, ++planned) {
+          if (!opt.shard.owns(planned)) continue;  // another shard's unit
+          units.push_back({&e, c, opt.seed + static_cast<std::uint64_t>(s), kernels, expected, dir});
+          plan_index.push_back(planned);
+          total += expected;
+        }
       }
     }
   }

@@ -1,6 +1,9 @@
-// The gate: a built-in suite of checks — layers × kernels × dtypes (bf16, fp32)
-// × cases × seeds — each judged (gate/judge.hpp) against the MPFR oracle under
-// the error model, or (criterion `fla`) by flash-linear-attention's practice.
+// The gate: a built-in suite of checks — layers × kernels × directions × dtypes
+// (bf16, fp32) × cases × seeds — each judged (gate/judge.hpp) against the MPFR
+// oracle under the error model, or (criterion `fla`) by flash-linear-attention's
+// practice. Backward checks run a layer's backward forms on the case's inputs
+// plus drawn cotangents (generate_backward_inputs) and judge every gradient.
+
 // The kernels are a backend's: the CPU chunk and scan forms (Backend::cpu), or a
 // device's kernels as the registry declares them (Backend::cuda,
 // gate/kernel_checks.hpp). `ttrcheck gate` prints and reports it.
@@ -31,6 +34,9 @@ struct GateOptions {
   std::string suite = "default";        // default | full
   std::vector<std::string> layers;      // empty: every layer with a chunk or scan form
   std::vector<Form> forms;              // empty: every chunk and scan form
+  // The directions checked: the forms of each that the registry declares (CPU;
+  // the device kernels are forward only).
+  std::vector<Direction> directions = {Direction::forward, Direction::backward};
   std::vector<std::string> cases;       // empty: every case of the suite
   std::uint64_t seed = 0;               // first seed
   int seeds = 0;                        // > 0: seeds per case instead of the suite's
@@ -45,9 +51,9 @@ struct GateOptions {
 };
 
 struct GateCheck {
-  std::string id;  // layer/form/dtype/case/seed
+  std::string id;  // layer/form/dtype/case/seed, and /backward for the backward direction
   CheckResult result;
-  std::size_t unit = 0;  // its (layer, case, seed) unit's index in the unsharded plan (merging shards)
+  std::size_t unit = 0;  // its (layer, direction, case, seed) unit's index in the unsharded plan (merging shards)
 };
 
 struct GateResult {

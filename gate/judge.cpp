@@ -69,6 +69,7 @@ const ErrorModel& Judge::model(const ModelSpec& ms) {
     ErrorModel m = single(ms, ms.form);
     for (Form f : ms.also) add_in_quadrature(m, single(ms, f));
     m.spec = ms;
+    m.spec.direction = direction_;
     it = combined_.emplace(key, std::move(m)).first;
   }
   return it->second;
@@ -133,10 +134,13 @@ CheckResult Judge::fla(const TensorMap<double>& cand, const ModelSpec& ms) {
   r.layer = spec_.name;
   r.dtype = ms.dtype;
   r.model_form = ms.form;
+  r.direction = direction_;
   r.chunk_size = ms.chunk_size;
   r.threshold = 1.0;
   for (const TensorSpec& out : spec_.outputs) {
     if (!out.certifiable) continue;
+    // Not computed for these inputs (backward: dh0 without h0), as in compare().
+    if (!reference.count(out.name)) continue;
     TensorVerdict v;
     v.name = out.name;
     const Tensor<double>& ref = reference.at(out.name);

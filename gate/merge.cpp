@@ -72,6 +72,7 @@ NamedCheck check_from_json(const json& c) {
   r.layer = c.at("layer").get<std::string>();
   r.dtype = parse_arith(c.at("dtype").get<std::string>()).tier;
   r.model_form = parse_form(c.at("model_form").get<std::string>());
+  r.direction = c.contains("direction") ? parse_direction(c.at("direction").get<std::string>()) : Direction::forward;
   r.chunk_size = c.at("chunk_size").get<int>();
   r.threshold = ratio_value(c.at("threshold"));
   r.pass = c.at("pass").get<bool>();

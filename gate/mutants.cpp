@@ -27,20 +27,139 @@ const Group kDecayedDelta{"delta", true};
 const Group kGka{"gka"};
 const Group kKla{"kalman"};
 
-// Targets: `form` of every layer of each group, in declaration order.
-std::vector<MutantTarget> on(Form form, std::initializer_list<Group> groups) {
+// Targets: `form` of every layer of each group that has it in `direction`, in
+// declaration order (a backward form is found through the registry, so a layer
+// that gains one is targeted without naming it here).
+std::vector<MutantTarget> on(Form form, Direction direction, std::initializer_list<Group> groups) {
   std::vector<MutantTarget> t;
   for (const Group& g : groups)
     for (const LayerEntry& e : registry())
-      if (e.spec.family == g.family && (!g.decayed || e.spec.input("g")) && e.has_form(form))
-        t.push_back({e.spec.name, form});
+      if (e.spec.family == g.family && (!g.decayed || e.spec.input("g")) && e.has_form(form, direction))
+        t.push_back({e.spec.name, form, direction});
   return t;
+}
+std::vector<MutantTarget> on(Form form, std::initializer_list<Group> groups) {
+  return on(form, Direction::forward, groups);
+}
+// The layers of `groups` whose spec has the boolean config key `key`.
+std::vector<MutantTarget> with_key(std::vector<MutantTarget> targets, const char* key) {
+  std::erase_if(targets, [&](const MutantTarget& t) { return !find_layer(t.layer).spec.key(key); });
+  return targets;
 }
 // One named layer (a mutant of a layer's own step, not of a shared core).
 std::vector<MutantTarget> on(Form form, const char* layer) { return {{layer, form}}; }
 std::vector<MutantTarget> operator+(std::vector<MutantTarget> a, const std::vector<MutantTarget>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+
+// The backward forms' bugs (reference/family/delta_chunk_backward.hpp,
+// oracles/layers/delta_backward_forms.hpp): the chunkwise backward of the delta
+// family, FLA's chunk_gated_delta_rule_bwd structure. Each is a bug of the kind
+// reported against FLA's kernels (the story in its description).
+template <class Add>
+void add_backward(const Add& add) {
+  const Form chunk = Form::chunk;
+  const Direction bwd = Direction::backward;
+  const auto delta = on(chunk, bwd, {kDelta}), decayed = on(chunk, bwd, {kDecayedDelta});
+  {
+    MutantConditions n;
+    n.min_chunk_size = 32;  // a 16×16 sub-block structure only exists in a chunk of more than 16 tokens
+    add(Mutant::wy_backward_offblock_dropped, "wy-backward-offblock-dropped",
+        "UT/WY backward (prepare_wy_repr_bwd) computed on 16×16 sub-blocks of the chunk: dA = −Tᵀ dT Tᵀ keeps only "
+        "its diagonal blocks, so dk and dβ miss the pairs across sub-blocks — right at C = 16, wrong at C = 64 "
+        "(FLA #984: the WY backward's dk/dβ wrong at chunk size 64)",
+        delta, n, "invisible for C ≤ 16 (the default gate's realistic case runs C = 64)");
+  }
+  {
+    MutantConditions n;
+    n.min_chunks = 2;
+    add(Mutant::dg_revcumsum_not_reset, "dg-revcumsum-not-reset",
+        "dg's reverse cumulative sum not reset at chunk boundaries (a global reverse cumsum where "
+        "chunk_local_cumsum(reverse=True) is meant): every chunk's dg carries the sum of all later chunks' db",
+        decayed, n);
+  }
+  add(Mutant::dg_revcumsum_exclusive, "dg-revcumsum-exclusive",
+      "dg's chunk-local reverse cumulative sum off by one: dg_i = Σ_{t>i} db_t (exclusive) instead of Σ_{t≥i}",
+      decayed);
+  add(Mutant::dg_query_term_dropped, "dg-query-term-dropped",
+      "dg misses the q·dq term: the gradient of the query decay q_t e^{b_t} (FLA's b_dg += sum(b_dq * b_q)) not "
+      "added before the reverse cumsum",
+      decayed);
+  {
+    MutantConditions n;
+    n.inputs = {"h0"};
+    add(Mutant::dh0_not_written, "dh0-not-written",
+        "dh0 never stored: the initial state's gradient returned as zeros (the STORE_INITIAL_STATE_GRADIENT "
+        "branch off)",
+        delta, n);
+  }
+  add(Mutant::dht_ignored, "dht-ignored",
+      "dht ignored: the backward state pass starts from zero instead of the final state's cotangent "
+      "(USE_FINAL_STATE_GRADIENT off), so every gradient misses the path through ht",
+      delta, {}, "invisible when the caller passes no dht (the default gate always draws one)");
+  {
+    MutantConditions n;
+    n.min_chunks = 2;
+    add(Mutant::dh_pass_undecayed, "dh-pass-undecayed",
+        "backward state pass not decayed by the chunk's gate: dh_{n-1} = dh_n + … instead of Diag(e^{b_last}) dh_n "
+        "+ … (the b_dh *= exp(b_g_last) line missing in chunk_bwd_dhu)",
+        decayed, n);
+  }
+  add(Mutant::dbeta_sign_flipped, "dbeta-sign-flipped",
+      "dβ returned with its sign flipped (the gradient of an erase gate 1 − β returned for β)", delta);
+  add(Mutant::dq_scale_twice, "dq-scale-twice",
+      "dq scaled by scale² (b_dq *= scale applied in the inter-chunk kernel and again after the intra-chunk sum)",
+      delta, {}, "invisible when scale = 1");
+  add(Mutant::dq_scale_missing, "dq-scale-missing",
+      "dq returned without its factor scale (a scale = 1 fast path taken for any scale, as in FLA PR #1262)", delta,
+      {}, "invisible when scale = 1");
+  add(Mutant::dk_wy_term_dropped, "dk-wy-term-dropped",
+      "dk misses the dw → dk contribution of the WY backward: β_t e^{b_t} (Tᵀ dW)_t never added to dk", delta);
+  add(Mutant::dk_undecayed_key, "dk-undecayed-key",
+      "the WY backward's dk term computed with the undecayed key: β_t (Tᵀ dW)_t instead of β_t e^{b_t} (Tᵀ dW)_t",
+      decayed);
+  {
+    MutantConditions n;
+    n.min_chunks = 2;
+    add(Mutant::dv_state_gradient_late, "dv-state-gradient-late",
+        "dv from the wrong chunk's state gradient: dΔ's state term (W ⊙ e^{b_last−b}) dh reads dh of the following "
+        "chunk (index i_t + 1 instead of i_t); the last chunk reads none",
+        delta, n);
+  }
+  {
+    MutantConditions n;
+    n.special = SpecialInput::strong_decay;
+    add(Mutant::backward_gate_exp_unmasked, "backward-gate-exp-unmasked",
+        "backward decay factors exp(b_t − b_s) formed for every pair of the chunk and the causal mask applied by "
+        "multiplying (inf·0 = NaN in dq, dk, dg once a chunk's gates sum below exp's range)",
+        decayed, n,
+        "bit-identical to the correct form unless some span of one chunk has Σg < −88.7 (fp32 and the 16-bit "
+        "policies) or < −709.8 (fp64)");
+  }
+  add(Mutant::ut_adjoint_transposed, "ut-adjoint-transposed",
+      "the adjoint of T = (I + A)⁻¹ with its transposes misplaced: dA = −T dTᵀ T instead of −Tᵀ dT Tᵀ", delta);
+  {
+    MutantConditions n;
+    n.config = {{"use_qk_l2norm_in_kernel", "true"}};
+    add(Mutant::l2norm_backward_skipped, "l2norm-backward-skipped",
+        "use_qk_l2norm_in_kernel: q and k normalised in the forward, but dq, dk returned as the gradients of the "
+        "normalised q̂, k̂ (the l2norm backward dx = r(dy − y⟨y, dy⟩) never applied)",
+        with_key(delta, "use_qk_l2norm_in_kernel"), n,
+        "invisible without use_qk_l2norm_in_kernel (precond_* default to it; the default gate's `l2norm` case sets it)");
+  }
+  add(Mutant::dq_first_token_intra_dropped, "dq-first-token-intra-dropped",
+      "localized: the first token of each chunk misses dq's intra-chunk term (the score-tile loop starts at row 1); "
+      "one row in C, which a whole-tensor relative RMS dilutes",
+      delta);
+  {
+    MutantConditions n;
+    n.partial_last_chunk = true;
+    add(Mutant::backward_last_partial_chunk_dropped, "backward-last-partial-chunk-dropped",
+        "backward grid of floor(T/C) chunks instead of ceil(T/C): the last partial chunk's dq, dk, dv, dβ, dg stay 0 "
+        "and dht passes it undecayed",
+        delta, n);
+  }
 }
 
 std::vector<MutantInfo> build() {
@@ -179,6 +298,7 @@ std::vector<MutantInfo> build() {
         "bit-identical to the correct form unless some H_t is exactly 0 (β = 0 or k = 0 at every token since the "
         "start, no hkk0); also NaN under solver=exact (a singular solve); cg stops at pᵀAp = 0 and is unaffected");
   }
+  add_backward(add);
   // Varlen bugs (FLA #836, #837, PR #955), planted in the slicer (oracles/slices.hpp):
   // they need a varlen batch (cu_seqlens) and are proven by tests/varlen/varlen_mutants_test.cpp.
   {
@@ -195,7 +315,7 @@ std::vector<MutantInfo> build() {
     n.inputs = {"cu_seqlens", "h0"};
     add(kVarlenDh0FromPrevious, "varlen-dh0-from-previous",
         "backward: dh0 of sequence n written from sequence n-1's (an off-by-one sequence index in the state gradient)",
-        on(chunk, {kGatedLinear, kDelta}), n,
+        on(Form::chunk, Direction::backward, {kGatedLinear, kDelta}), n,
         "backward direction only (run --backward, check --backward): the forward outputs are unchanged");
   }
   return c;
@@ -252,9 +372,9 @@ void plant_special_input(SpecialInput s, const LayerSpec& spec, TensorMap<double
   }
 }
 
-bool MutantInfo::affects(const std::string& layer, Form form) const {
+bool MutantInfo::affects(const std::string& layer, Form form, Direction direction) const {
   for (const auto& t : targets)
-    if (t.layer == layer && t.form == form) return true;
+    if (t.layer == layer && t.form == form && t.direction == direction) return true;
   return false;
 }
 
@@ -281,10 +401,10 @@ Mutant parse_mutant(const std::string& name) {
   throw InputError(fmt::format("unknown mutant '{}' (known: {})", name, known));
 }
 
-std::vector<const MutantInfo*> mutants_for(const std::string& layer, Form form) {
+std::vector<const MutantInfo*> mutants_for(const std::string& layer, Form form, Direction direction) {
   std::vector<const MutantInfo*> out;
   for (const auto& e : mutant_catalogue())
-    if (e.affects(layer, form)) out.push_back(&e);
+    if (e.affects(layer, form, direction)) out.push_back(&e);
   return out;
 }
 

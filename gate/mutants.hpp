@@ -1,8 +1,9 @@
 // The mutant catalogue: realistic bugs of the CPU chunk and scan forms (the
-// built-in kernels under test), each switchable at run time with a MutantScope
-// (reference/core/mutant.hpp) or `ttrcheck run --mutant NAME`. The gate runs
-// every mutant on the (layer, form) pairs listed here, under the conditions it
-// needs to bite, and must fail each one: that is the proof that it has teeth.
+// built-in kernels under test), forward and backward, each switchable at run time
+// with a MutantScope (reference/core/mutant.hpp) or `ttrcheck run --mutant NAME`.
+// The gate runs every mutant on the (layer, form, direction) triples listed here,
+// under the conditions it needs to bite, and must fail each one: that is the
+// proof that it has teeth.
 //
 // Names are stable (scripts and reports refer to them): kebab case, one per
 // Mutant value. The sequential forms are never mutated.
@@ -22,6 +23,7 @@ namespace ttr {
 struct MutantTarget {
   std::string layer;
   Form form;
+  Direction direction = Direction::forward;  // backward: the form's gradients are wrong
 };
 
 // What a mutant needs, besides its (layer, form), to change the output: outside
@@ -46,6 +48,7 @@ struct MutantConditions {
   std::vector<std::string> inputs;  // optional input tensors that must be present (e.g. h0)
   std::vector<Tier> tiers;          // the arithmetics it bites in (empty: any)
   int min_chunks = 1;               // chunk forms: T ≥ min_chunks·C (ignored by whole-sequence scans)
+  int min_chunk_size = 1;           // chunk forms: C ≥ min_chunk_size (a bug across 16×16 sub-blocks)
   bool partial_last_chunk = false;  // T not a multiple of the chunk size C
   bool several_sequences = false;   // B·H ≥ 2
   SpecialInput special = SpecialInput::none;  // inputs it needs to produce NaN/Inf (none: any inputs)
@@ -59,7 +62,9 @@ struct MutantInfo {
   MutantConditions needs;
   std::string note;  // where it is weak or invisible (empty: bites clearly everywhere it applies)
 
-  bool affects(const std::string& layer, Form form) const;
+  bool affects(const std::string& layer, Form form, Direction direction = Direction::forward) const;
+  // Its targets' directions: a catalogue entry's targets are all of one direction.
+  Direction direction() const { return targets.empty() ? Direction::forward : targets.front().direction; }
 };
 
 // Rewrites `inputs` (a valid input set of `spec`, as generate_inputs draws it) in
@@ -77,7 +82,8 @@ const MutantInfo& mutant_info(Mutant m);  // std::invalid_argument for Mutant::n
 const char* mutant_name(Mutant m);
 // A catalogue name, or "none"; InputError listing the known names otherwise.
 Mutant parse_mutant(const std::string& name);
-// The mutants that affect (layer, form), in catalogue order.
-std::vector<const MutantInfo*> mutants_for(const std::string& layer, Form form);
+// The mutants that affect (layer, form, direction), in catalogue order.
+std::vector<const MutantInfo*> mutants_for(const std::string& layer, Form form,
+                                           Direction direction = Direction::forward);
 
 }  // namespace ttr

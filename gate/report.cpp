@@ -150,6 +150,7 @@ json check_json(const std::string& id, const CheckResult& r) {
           {"layer", r.layer},
           {"dtype", tier_name(r.dtype)},
           {"model_form", form_name(r.model_form)},
+          {"direction", direction_name(r.direction)},
           {"chunk_size", r.chunk_size},
           {"threshold", json_number(r.threshold)},
           {"pass", r.pass},

@@ -26,6 +26,13 @@ class Config {
   // Canonical "key=value" pairs of every set or defaulted key (for metadata).
   const std::map<std::string, std::string>& values() const { return values_; }
   std::string json() const;  // {"key": "value", ...}
+  // This configuration with the boolean key `key` set to false: what a kernel that
+  // ignores the flag computes with (mutant l2norm-backward-skipped).
+  Config without_flag(const std::string& key) const {
+    Config c = *this;
+    c.values_[key] = "false";
+    return c;
+  }
 
  private:
   std::string layer_;

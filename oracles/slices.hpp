@@ -38,16 +38,11 @@ namespace ttr {
 
 // The varlen mutants (gate/mutants.cpp lists them): bugs of a varlen kernel's
 // sequence handling, planted here in the slicer rather than in the forms (the
-// forms never see a sequence boundary). They follow the last value of
-// reference/core/mutant.hpp's enum: the forms' TUs do not include this, so
-// adding them costs no recompilation of the runners. Only kernel forms (chunk,
-// scan) are mutated; the sequential form is the oracle's definition.
-inline constexpr Mutant kVarlenStateLeaks =  // sequence n starts from sequence n-1's final state
-    static_cast<Mutant>(static_cast<unsigned char>(Mutant::gka_zero_norm_unguarded) + 1);
-inline constexpr Mutant kVarlenChunkStraddles =  // a boundary inside a chunk of the packed row is ignored
-    static_cast<Mutant>(static_cast<unsigned char>(Mutant::gka_zero_norm_unguarded) + 2);
-inline constexpr Mutant kVarlenDh0FromPrevious =  // backward: dh0 of sequence n is that of sequence n-1
-    static_cast<Mutant>(static_cast<unsigned char>(Mutant::gka_zero_norm_unguarded) + 3);
+// forms never see a sequence boundary). Only kernel forms (chunk, scan) are
+// mutated; the sequential form is the oracle's definition.
+inline constexpr Mutant kVarlenStateLeaks = Mutant::varlen_state_leaks;
+inline constexpr Mutant kVarlenChunkStraddles = Mutant::varlen_chunk_straddles;
+inline constexpr Mutant kVarlenDh0FromPrevious = Mutant::varlen_dh0_from_previous;
 
 // One run of the plan: sequences [first, last] (one, unless a mutant merges
 // them), tokens [t0, t1) of batch row `row`, head `head` (-1: every head).

@@ -2,12 +2,12 @@
 // selectable at run time, so that the gate can prove it has teeth (a gate that
 // passes a kernel with a realistic bug is worthless, and the only way to know is
 // to hand it such kernels). Each value names one bug a real kernel port makes;
-// the catalogue with names, descriptions and the (layer, form) pairs each bug
-// affects is gate/mutants.{hpp,cpp}.
+// the catalogue with names, descriptions and the (layer, form, direction)
+// triples each bug affects is gate/mutants.{hpp,cpp}.
 //
-// Only the chunk and scan forms read the switch. The sequential forms are the
-// oracle's definitions and never include this header: a mutant active while an
-// oracle runs cannot change it.
+// Only the chunk and scan forms, forward and backward, read the switch. The
+// sequential forms are the oracle's definitions and never read it: a mutant
+// active while an oracle runs cannot change it.
 //
 // Cost: mutated() is one thread-local load and a compare. The forms call it per
 // chunk, per token or per sequence — never inside the innermost loops — so the
@@ -45,6 +45,29 @@ enum class Mutant : unsigned char {
   gate_exp_unmasked,            // exp(b_t - b_s) for every pair, causal mask applied by multiplying
   kaczmarz_eps_dropped,         // Kaczmarz coefficient eta/||k||^2 with no eps at all
   gka_zero_norm_unguarded,      // GKA tokens with H_t = 0 (lambda = 0) not special-cased
+  // Backward forms (reference/family/delta_chunk_backward.hpp and the delta adapters):
+  wy_backward_offblock_dropped,  // UT backward: dA's off-diagonal 16x16 blocks dropped (dk/dβ wrong at C = 64)
+  dg_revcumsum_not_reset,        // dg's reverse cumulative sum carried across chunk boundaries
+  dg_revcumsum_exclusive,        // dg's reverse cumulative sum off by one (exclusive: dg_i = Σ_{t>i} db_t)
+  dg_query_term_dropped,         // dg misses the q·dq term of the query decay
+  dh0_not_written,               // dh0 left zero
+  dht_ignored,                   // the backward state pass starts from zero instead of dht
+  dh_pass_undecayed,             // backward state pass not decayed by the chunk's gate
+  dbeta_sign_flipped,            // dβ returned negated
+  dq_scale_twice,                // dq scaled by scale^2
+  dq_scale_missing,              // dq not scaled at all
+  dk_wy_term_dropped,            // dk misses the dw→dk term of the WY backward (T^T dW through K ⊙ e^b)
+  dk_undecayed_key,              // the WY backward's dk term uses the undecayed key (e^b dropped)
+  dv_state_gradient_late,        // dv's state term reads the following chunk's dh
+  backward_gate_exp_unmasked,    // backward decay factors exp(b_t − b_s) for every pair, mask by multiplying
+  ut_adjoint_transposed,         // dA = −T dTᵀ T instead of −Tᵀ dT Tᵀ
+  l2norm_backward_skipped,       // use_qk_l2norm_in_kernel: dq, dk returned w.r.t. the normalised q, k
+  dq_first_token_intra_dropped,  // the first token of each chunk misses dq's intra-chunk term
+  backward_last_partial_chunk_dropped,  // floor(T/C) chunks in the backward: the last partial chunk's gradients 0
+  // Varlen batches, planted in the slicer (oracles/slices.hpp), not in the forms:
+  varlen_state_leaks,        // sequence n starts from sequence n-1's final state
+  varlen_chunk_straddles,    // a boundary inside a chunk of the packed row is ignored
+  varlen_dh0_from_previous,  // backward: dh0 of sequence n is that of sequence n-1
 };
 
 namespace mutant_detail {

@@ -42,6 +42,10 @@
 // 16 bits (dv2) and so is dWy (dw); the running dS carried between chunks, dA, the
 // gate gradients and their reverse sum stay in acc (fp32); dq, dk, dw, dv, dβ are
 // written in 16 bits, dg and dh0 in acc (fp32, as FLA returns them for fp32 g, h0).
+//
+// Mutants (reference/core/mutant.hpp; the catalogue with each bug's story is
+// gate/mutants.cpp): realistic bugs of a chunkwise backward kernel, each read once
+// per sequence or per chunk where it is injected (comments `mutant <name>` below).
 #pragma once
 
 #include <algorithm>
@@ -58,6 +62,27 @@ template <class A>
 void masked_decayed_products_backward(Decay kind, const Matrix<A>& X, const Matrix<A>& Y, const Matrix<A>& b,
                                       bool strict, const Matrix<A>& dP, Matrix<A>& dX, Matrix<A>& dY, Matrix<A>& db) {
   const int c = X.rows, K = X.cols;
+  // mutant backward-gate-exp-unmasked: the backward twin of gate-exp-unmasked —
+  // e^{b_t − b_s} formed for every pair of the chunk and the causal mask applied by
+  // multiplying with 0/1. Above the diagonal b_t − b_s ≥ 0; once a chunk's gates
+  // sum below exp's range the factor is +inf and inf·0 = NaN flows into dX, dY, db.
+  if (mutated(Mutant::backward_gate_exp_unmasked) && kind != Decay::none) {
+    const A zero = from_double<A>(0.0), one = from_double<A>(1.0);
+    for (int t = 0; t < c; ++t)
+      for (int s = 0; s < c; ++s) {
+        const A mask = (s > t || (strict && s == t)) ? zero : one;
+        for (int i = 0; i < K; ++i) {
+          const A de = dP(t, s) * decay_between(b, t, s, i) * mask;
+          mul_add_to(dX(t, i), de, Y(s, i));
+          mul_add_to(dY(s, i), de, X(t, i));
+          const A term = de * X(t, i) * Y(s, i);
+          const int col = b.cols == 1 ? 0 : i;
+          db(t, col) += term;
+          db(s, col) -= term;
+        }
+      }
+    return;
+  }
   for (int t = 0; t < c; ++t)
     for (int s = 0; s <= (strict ? t - 1 : t); ++s) {
       const A& d = dP(t, s);
@@ -80,8 +105,8 @@ struct DeltaChunkBackwardWork {
   using A = typename P::acc;
   DeltaChunkWork<P> fwd;
   Matrix<A> q, k, w, v, b, a, eye, t_inv, bk, bv, wy, u, s0, delta, qd, wd, scores, dO, dse, ddelta, dqd, dscores,
-      dwd, dwy, dt, dbk, dbv, da, tmp, dq, dk, dw, dv, db;
-  std::vector<A> dbeta;
+      dwd, dwy, dt, dbk, dbv, da, tmp, dq, dk, dw, dv, db, dse_late;
+  std::vector<A> dbeta, dg_carry;
   std::vector<std::vector<A>> states;
 };
 
@@ -111,9 +136,34 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
                                 from(s.g, t0), s.decay};
     delta_chunk_sequence<P>(part, chunk, K, V, scale, chunk, S.data(), SeqView<A>{o_scratch.data(), V, V}, w.fwd);
   }
+  // mutant dht-ignored: the backward state pass starts from zero, as if the final
+  // state had no cotangent (dht not loaded: the USE_FINAL_STATE_GRADIENT branch off).
+  if (mutated(Mutant::dht_ignored)) std::fill(dS, dS + KV, zero);
   for (std::size_t e = 0; e < KV; ++e) dS[e] = P::narrow(dS[e]);  // dht: a 16-bit input
+  // The switches of the backward's mutants, read once per sequence.
+  const bool pass_decayed = !mutated(Mutant::dh_pass_undecayed);
+  const bool dg_carried = mutated(Mutant::dg_revcumsum_not_reset);
+  const bool dg_exclusive = mutated(Mutant::dg_revcumsum_exclusive);
+  const bool dg_query_term = !mutated(Mutant::dg_query_term_dropped);
+  const bool dk_wy_term = !mutated(Mutant::dk_wy_term_dropped);
+  const bool dk_decayed_key = !mutated(Mutant::dk_undecayed_key);
+  const bool dv_late = mutated(Mutant::dv_state_gradient_late);
+  const bool dq_first_intra = !mutated(Mutant::dq_first_token_intra_dropped);
+  const bool offblock = !mutated(Mutant::wy_backward_offblock_dropped);
+  const bool ut_transposed = mutated(Mutant::ut_adjoint_transposed);
+  // (No arithmetic here unless a mutant is on: the Monte Carlo tier perturbs every
+  // operation, so an unused one would shift the error model's random stream.)
+  const bool dbeta_flipped = mutated(Mutant::dbeta_sign_flipped);
+  const bool dq_rescaled = mutated(Mutant::dq_scale_twice) || mutated(Mutant::dq_scale_missing);
+  const A dq_factor = mutated(Mutant::dq_scale_twice) ? scale : dq_rescaled ? one / scale : one;
+  // mutant backward-last-partial-chunk-dropped: floor(T/C) chunks in the backward
+  // grid; the last partial chunk's gradients stay 0 and dh passes it unchanged.
+  const std::int64_t first_run =
+      mutated(Mutant::backward_last_partial_chunk_dropped) && len % chunk != 0 ? chunks - 2 : chunks - 1;
+  w.dg_carry.assign(s.decay == Decay::per_key ? static_cast<std::size_t>(K) : 1u, zero);
+  if (dv_late) w.dse_late.assign(K, V, zero);
   // Backward over the chunks, last first.
-  for (std::int64_t n = chunks - 1; n >= 0; --n) {
+  for (std::int64_t n = first_run; n >= 0; --n) {
     const std::int64_t t0 = n * chunk;
     const int c = static_cast<int>(std::min<std::int64_t>(chunk, len - t0));
     const std::vector<A>& Sn = w.states[static_cast<std::size_t>(n)];
@@ -158,7 +208,11 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     // dΔ = scale·Mᵀ dO + (W_k ⊙ e^{b_last − b}) dS_end.
     chunk_gemm_tn<P>(w.scores, w.dO, w.ddelta);
     for (auto& x : w.ddelta.a) x *= scale;
-    chunk_gemm_nn<P>(w.wd, w.dse, w.ddelta, true);
+    // mutant dv-state-gradient-late: dΔ's state term (FLA's dv2 += k·dh) reads the
+    // state gradient of the following chunk (dh indexed i_t + 1 instead of i_t);
+    // the last chunk reads none.
+    chunk_gemm_nn<P>(w.wd, dv_late ? w.dse_late : w.dse, w.ddelta, true);
+    if (dv_late) w.dse_late = w.dse;
     narrow_all<P>(w.ddelta.a);
 
     w.dq.assign(c, K, zero), w.dk.assign(c, K, zero), w.dw.assign(c, K, zero), w.dv.assign(c, V, zero);
@@ -174,7 +228,9 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
       }
     // d(W_k ⊙ e^{b_last − b}) = Δ dS_endᵀ (before dS is overwritten).
     chunk_gemm_nt<P>(w.delta, w.dse, w.dwd);
-    decay_state(s.decay, w.b, dS, K, V);
+    // mutant dh-pass-undecayed: the backward state pass forgets the chunk's decay
+    // Diag(e^{b_last}) (b_dh *= exp(b_g_last) missing in chunk_bwd_dhu).
+    if (pass_decayed) decay_state(s.decay, w.b, dS, K, V);
     chunk_gemm_tn<P>(w.qd, w.dO, w.tmp);  // (Q ⊙ e^b)ᵀ dO
     for (std::size_t e = 0; e < KV; ++e) mul_add_to(dS[e], scale, w.tmp.a[e]);
     chunk_gemm_tn<P>(w.wy, w.ddelta, w.tmp);  // Wyᵀ dΔ
@@ -186,6 +242,11 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     chunk_gemm_nt<P>(w.dO, w.delta, w.dscores);
     for (auto& x : w.dscores.a) x *= scale;
     masked_decayed_products_backward(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db);
+    // mutant dq-first-token-intra-dropped: the chunk's first token gets no
+    // intra-chunk part of dq (a loop over the score tile starting at row 1): one
+    // row per chunk, which a whole-tensor relative RMS dilutes by √(T/C)/√T.
+    if (!dq_first_intra)
+      for (int d = 0; d < K; ++d) w.dq(0, d) = zero;
     // The row decays: x ⊙ e^{b} (queries) and w ⊙ e^{b_last − b} (write keys).
     for (int t = 0; t < c; ++t)
       for (int d = 0; d < K; ++d) {
@@ -195,7 +256,8 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
         mul_add_to(w.dq(t, d), w.dqd(t, d), eq);
         mul_add_to(w.dw(t, d), w.dwd(t, d), ew);
         if (s.decay == Decay::none) continue;
-        w.db(t, col) += w.dqd(t, d) * w.qd(t, d);
+        // mutant dg-query-term-dropped: dg misses the query decay's q·dq term.
+        if (dg_query_term) w.db(t, col) += w.dqd(t, d) * w.qd(t, d);
         const A tw = w.dwd(t, d) * w.wd(t, d);
         w.db(last, col) += tw;
         w.db(t, col) -= tw;
@@ -212,17 +274,36 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     chunk_gemm_tn<P>(w.t_inv, w.ddelta, w.dbv);
     for (int t = 0; t < c; ++t)
       for (int j = t; j < c; ++j) w.dt(t, j) = zero;
-    chunk_gemm_tn<P>(w.t_inv, w.dt, w.tmp);    // Tᵀ dT
-    chunk_gemm_nt<P>(w.tmp, w.t_inv, w.da);    // (Tᵀ dT) Tᵀ
+    if (!ut_transposed) {
+      chunk_gemm_tn<P>(w.t_inv, w.dt, w.tmp);  // Tᵀ dT
+      chunk_gemm_nt<P>(w.tmp, w.t_inv, w.da);  // (Tᵀ dT) Tᵀ
+    } else {
+      // mutant ut-adjoint-transposed: the adjoint of the inverse with its
+      // transposes misplaced, dA = −T dTᵀ T (the rule for T = (I + A)⁻¹ read as
+      // if the kernel's tiles were stored transposed).
+      chunk_gemm_nt<P>(w.t_inv, w.dt, w.tmp);  // T dTᵀ
+      chunk_gemm_nn<P>(w.tmp, w.t_inv, w.da);  // (T dTᵀ) T
+    }
     for (int t = 0; t < c; ++t)
       for (int j = 0; j < c; ++j) w.da(t, j) = j < t ? -w.da(t, j) : zero;
+    // mutant wy-backward-offblock-dropped: a UT backward that works on 16×16
+    // sub-blocks of the chunk keeps only dA's diagonal blocks (the products across
+    // sub-blocks are never formed): dk and dβ are right for C ≤ 16 and wrong at
+    // C = 64 (FLA #984: WY backward dk/dβ wrong at chunk size 64).
+    if (!offblock)
+      for (int t = 0; t < c; ++t)
+        for (int j = 0; j < t; ++j)
+          if (t / 16 != j / 16) w.da(t, j) = zero;
     // X = Diag(β)(K ⊙ e^b), Y = Diag(β) V.
+    // mutant dk-wy-term-dropped: dk misses dX's contribution (the dw → dk term of
+    // the WY backward, Tᵀ dW through X = Diag(β)(K ⊙ e^b)); mutant dk-undecayed-key:
+    // that term taken without the key's decay e^{b_t}.
     for (int t = 0; t < c; ++t) {
       for (int d = 0; d < K; ++d) {
         mul_add_to(w.dbeta[t], w.dbk(t, d), kd(t, d));
         const int col = w.b.cols == 1 ? 0 : d;
-        const A e = s.decay == Decay::none ? one : exp(w.b(t, col));
-        mul_add_to(w.dk(t, d), beta[t] * e, w.dbk(t, d));
+        const A e = s.decay == Decay::none || !dk_decayed_key ? one : exp(w.b(t, col));
+        if (dk_wy_term) mul_add_to(w.dk(t, d), beta[t] * e, w.dbk(t, d));
         if (s.decay != Decay::none) w.db(t, col) += w.dbk(t, d) * w.bk(t, d);
       }
       for (int j = 0; j < V; ++j) {
@@ -238,6 +319,11 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
       }
     masked_decayed_products_backward(s.decay, w.k, w.w, w.b, true, w.da, w.dk, w.dw, w.db);
 
+    // mutants dq-scale-twice / dq-scale-missing: dq multiplied by scale once more,
+    // or left without it (FLA's `b_dq *= scale` applied twice, or skipped on a
+    // scale = 1 path that is taken for any scale).
+    if (dq_rescaled)
+      for (auto& x : w.dq.a) x *= dq_factor;
     // Write the chunk's gradients; dg is the chunk-local reverse cumulative sum of db.
     for (int t = 0; t < c; ++t) {
       for (int d = 0; d < K; ++d) {
@@ -246,18 +332,29 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
         gr.dw.row(t0 + t)[d] = P::narrow(w.dw(t, d));
       }
       for (int j = 0; j < V; ++j) gr.dv.row(t0 + t)[j] = P::narrow(w.dv(t, j));
-      gr.dbeta.at(t0 + t) = P::narrow(w.dbeta[t]);
+      // mutant dbeta-sign-flipped: dβ returned negated.
+      gr.dbeta.at(t0 + t) = P::narrow(dbeta_flipped ? -w.dbeta[t] : w.dbeta[t]);
     }
     if (s.decay == Decay::none) continue;
+    // mutant dg-revcumsum-not-reset: the reverse sum runs on from the later chunk
+    // (a global reverse cumsum where chunk_local_cumsum(reverse=True) is meant);
+    // mutant dg-revcumsum-exclusive: off by one, dg_i = Σ_{t > i} db_t.
     for (int col = 0; col < w.b.cols; ++col) {
-      A run = zero;
-      for (int t = last; t >= 0; --t) {
-        run += w.db(t, col);
+      A run = dg_carried ? w.dg_carry[static_cast<std::size_t>(col)] : zero;
+      const auto put = [&](int t) {
         if (s.decay == Decay::per_key) gr.dg.row(t0 + t)[col] = run;
         else gr.dg.at(t0 + t) = run;
+      };
+      for (int t = last; t >= 0; --t) {
+        if (dg_exclusive) put(t);
+        run += w.db(t, col);
+        if (!dg_exclusive) put(t);
       }
+      w.dg_carry[static_cast<std::size_t>(col)] = run;
     }
   }
+  // mutant dh0-not-written: the kernel never stores dh0 (zeros returned).
+  if (mutated(Mutant::dh0_not_written)) std::fill(dS, dS + KV, zero);
 }
 
 // Whole-tensor driver, the chunk counterpart of delta_backward (same arguments

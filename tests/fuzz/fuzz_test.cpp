@@ -197,6 +197,84 @@ TEST(FuzzCorrect, NoNanFindingOnCorrectKernels) {
   }
 }
 
+// `fuzz --backward`: the backward form is the target and every gradient is
+// judged. The NaN objective finds the backward's NaN mutant (unmasked decay
+// factors, strong decays from the gate_edges family) with a gradient named, and
+// its reproducer replays through `check --backward` to exit 1 (and passes without
+// the mutant); the ratio objective finds a finite backward bug (dq scaled twice);
+// a correct backward kernel gives no NaN finding.
+TEST(FuzzBackward, FindsBackwardBugsAndReplaysThem) {
+  const LayerEntry& layer = find_layer("gated_delta_rule");
+  const Mutant nan_bug = parse_mutant("backward-gate-exp-unmasked");
+  const auto target =
+      fuzz::make_target(fuzz::parse_target("cpu:bf16"), layer, Form::chunk, 16, nan_bug, Direction::backward);
+  EXPECT_EQ(target->direction(), Direction::backward);
+  const fuzz::CampaignResult r = campaign(layer, *target, kPlantedBudget, 1);
+  ASSERT_GE(r.first_finding_case, 0) << "not found in " << kPlantedBudget << " cases";
+  // The value_edges family (values near bf16's largest) also gives range findings
+  // (gradients whose truth is beyond bf16), correct ones, which may come first:
+  // the mutant's finding is the first non-finite one.
+  const auto nonfinite = std::find_if(r.findings.begin(), r.findings.end(),
+                                      [](const fuzz::Finding& x) { return x.kind == fuzz::FindingKind::nonfinite; });
+  ASSERT_NE(nonfinite, r.findings.end()) << "no non-finite finding among " << r.findings.size();
+  const fuzz::Finding& f = *nonfinite;
+  EXPECT_TRUE(f.minimised.inputs.count("do")) << "a backward case carries its cotangents";
+  EXPECT_TRUE(f.candidate.count("dq") && f.candidate.count("dg"));
+  bool gradient_named = false;
+  for (const TensorVerdict& v : f.check.tensors) gradient_named |= v.nonfinite_failures > 0 && v.name.starts_with("d");
+  EXPECT_TRUE(gradient_named);
+  std::printf("backward-gate-exp-unmasked: first finding at case %lld, T %lld -> %lld\n",
+              static_cast<long long>(r.first_finding_case), static_cast<long long>(f.original.dims.at("T")),
+              static_cast<long long>(f.minimised.dims.at("T")));
+
+  const TempDir dir;
+  fuzz::CampaignInfo info{"gated_delta_rule", "cpu:bf16", Form::chunk, 16, fuzz::Objective::nan, 1,
+                          {kPlantedBudget, 0}, "backward-gate-exp-unmasked"};
+  info.direction = Direction::backward;
+  const auto stems = fuzz::write_reproducers(dir.path(), layer, *target, info, r);
+  const auto stem_it = std::find_if(stems.begin(), stems.end(), [](const std::string& s) {
+    return s.find(".chunk.backward.nonfinite.") != std::string::npos;
+  });
+  ASSERT_NE(stem_it, stems.end()) << "no reproducer named like a backward non-finite finding";
+  const std::string stem = *stem_it;
+  const nlohmann::json note = nlohmann::json::parse(slurp(dir.path() / (stem + ".json")));
+  EXPECT_EQ(note["direction"], "backward");
+  EXPECT_TRUE(note["replay"]["check"].get<std::string>().ends_with(" --backward")) << note["replay"]["check"];
+  const std::string in = dir / (stem + ".inputs.safetensors");
+  std::vector<std::string> check = {"check", "--layer", "gated_delta_rule", "--in", in, "--candidate",
+                                    dir / (stem + ".candidate.safetensors"), "--dtype", "bf16", "--form", "chunk",
+                                    "--chunk-size", "16", "--backward"};
+  const CliResult stored = run_cli(check);
+  EXPECT_EQ(stored.exit_code, 1) << stored.out << stored.err;
+  ASSERT_EQ(run_cli({"run", "--layer", "gated_delta_rule", "--in", in, "--out", dir / "ok.safetensors", "--arith",
+                     "bf16", "--form", "chunk", "--chunk-size", "16", "--backward"})
+                .exit_code,
+            0);
+  check[6] = dir / "ok.safetensors";
+  const CliResult ok = run_cli(check);
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+
+  // The ratio objective on a finite backward bug.
+  fuzz::CampaignOptions o;
+  o.objective = fuzz::Objective::ratio;
+  o.budget.cases = 6;
+  o.seed = 2;
+  o.max_findings = 1;
+  o.minimise = false;
+  const auto twice = fuzz::make_target(fuzz::parse_target("cpu:fp32"), layer, Form::chunk, 16,
+                                       parse_mutant("dq-scale-twice"), Direction::backward);
+  const fuzz::CampaignResult rr = fuzz::run_campaign(layer, *twice, o);
+  EXPECT_TRUE(std::any_of(rr.findings.begin(), rr.findings.end(),
+                          [](const fuzz::Finding& x) { return x.kind == fuzz::FindingKind::ratio; }));
+  EXPECT_GT(rr.best_ratio_confirmed, kRatioThreshold);
+
+  // A correct backward kernel: no NaN finding on a bounded hunt.
+  const auto correct =
+      fuzz::make_target(fuzz::parse_target("cpu:bf16"), layer, Form::chunk, 16, Mutant::none, Direction::backward);
+  const fuzz::CampaignResult c = campaign(layer, *correct, 60, 11, 3);
+  EXPECT_EQ(c.last.nonfinite_cases, 0);
+}
+
 // Bad options: exit 2, one line naming the culprit, nothing written.
 TEST(FuzzCli, BadOptionsExitTwoWithOneLine) {
   const TempDir dir;
@@ -234,6 +312,12 @@ TEST(FuzzCli, BadOptionsExitTwoWithOneLine) {
   bad(with("--mutant", "no-such-bug"), "no-such-bug");
   bad(with("--mutant", "gka-zero-norm-unguarded"), "does not affect");
   bad(with("--chunk-size", "0"), "chunk-size");
+  // --backward: the CUDA kernels are forward only; a forward mutant does not
+  // affect the backward form; a layer without a backward chunk form is named.
+  std::vector<std::string> backward = ok;
+  backward.push_back("--backward");
+  bad([&] { auto a = backward; a.insert(a.end(), {"--mutant", "ut-beta-dropped"}); return a; }(), "does not affect");
+  bad([&] { auto a = backward; a[3] = "cuda:bf16"; return a; }(), "--target cuda:bf16");
 }
 
 }  // namespace

@@ -1,15 +1,19 @@
-// The gate on the built-in kernels: correct kernels pass the default suite (one
-// seed per case here; tests/gate/gate_calibration_slow_test.cpp runs 1000), and
-// every catalogued mutant fails it — the catalogue is enumerated, so a new
-// mutant is covered as soon as it is added.
+// The gate on the built-in kernels: correct kernels pass the default suite,
+// forward and backward (one seed per case here; tests/gate/
+// gate_calibration_slow_test.cpp runs 1000), and every catalogued mutant, forward
+// or backward, fails it — the catalogue is enumerated, so a new mutant is covered
+// as soon as it is added.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "gate/gate.hpp"
 #include "gate/mutants.hpp"
+#include "gate/report.hpp"
 #include "oracles/slices.hpp"
 #include "tests/support/cli.hpp"
 
@@ -32,8 +36,51 @@ TEST(Gate, CorrectKernelsPassTheDefaultSuite) {
   }
   EXPECT_TRUE(r.pass);
   EXPECT_GT(r.checks.size(), 100u);  // every chunk/scan form × {bf16, fp32} × the suite's cases
-  std::printf("default suite, 1 seed per case: %zu checks, largest error ratio %.3g (%s), threshold %g\n",
-              r.checks.size(), worst, at.c_str(), kRatioThreshold);
+  // The backward forms are in: every registered non-sequential backward form,
+  // each gradient judged (dq … dβ, dg where the layer has g, dh0 with h0).
+  std::size_t backward = 0;
+  for (const LayerEntry& e : registry())
+    for (Form f : e.form_list(Direction::backward))
+      if (f != Form::sequential) {
+        const std::string prefix = e.spec.name + "/" + form_name(f) + "/bf16/";
+        const auto n = std::count_if(r.checks.begin(), r.checks.end(), [&](const GateCheck& c) {
+          return c.id.starts_with(prefix) && c.id.ends_with("/backward");
+        });
+        EXPECT_EQ(n, 5) << prefix << ": one backward check per case of the default suite";
+        backward += static_cast<std::size_t>(n);
+      }
+  EXPECT_GE(backward, 6u * 5u);  // the delta family's six chunk backward forms at least
+  for (const GateCheck& c : r.checks)
+    if (c.id.ends_with("/backward")) {
+      EXPECT_EQ(c.result.direction, Direction::backward) << c.id;
+      ASSERT_FALSE(c.result.tensors.empty());
+      EXPECT_EQ(c.result.tensors.front().name, "dq") << c.id;
+    }
+  std::printf("default suite, 1 seed per case: %zu checks (%zu backward), largest error ratio %.3g (%s), threshold %g\n",
+              r.checks.size(), backward, worst, at.c_str(), kRatioThreshold);
+}
+
+// The cases of the default suite on which a mutant's conditions hold (its
+// optional inputs drawn, chunk size, partial last chunk, number of chunks), and
+// the layers among its targets whose gate configuration meets its config pairs:
+// the gate fails the mutant there (and so fails it on the whole suite), without
+// paying for the units where it cannot bite.
+std::vector<std::string> cases_meeting(const MutantConditions& n) {
+  std::vector<std::string> out;
+  for (const GateCase& c : gate_cases("default")) {
+    const std::int64_t T = c.dims.at("T"), C = c.chunk_size;
+    if (!n.inputs.empty() && !c.regime.optional_inputs) continue;
+    if (C < n.min_chunk_size || T < n.min_chunks * C || (n.partial_last_chunk && T % C == 0)) continue;
+    out.push_back(c.name);
+  }
+  return out;
+}
+bool gate_config_meets(const std::string& layer, const MutantConditions& n) {
+  const LayerSpec& spec = find_layer(layer).spec;
+  const Config cfg = Config::make(spec, gate_config(spec));
+  for (const auto& [key, value] : n.config)
+    if (!cfg.has(key) || cfg.text(key) != value) return false;
+  return true;
 }
 
 TEST(Gate, EveryMutantFailsTheDefaultGate) {
@@ -43,29 +90,70 @@ TEST(Gate, EveryMutantFailsTheDefaultGate) {
     // random draws are not relied on to contain: tests/fuzz proves the fuzzer
     // finds each of them instead.
     if (m.needs.special != SpecialInput::none) continue;
-    // The gate is forward-only; tests/varlen/varlen_mutants_test.cpp proves this one with check --backward.
+    // Proved with check --backward on varlen files by tests/varlen/varlen_mutants_test.cpp.
     if (m.id == kVarlenDh0FromPrevious) continue;
     GateOptions o;
     o.seeds = 1;
     o.mutant = m.name;
     o.fail_fast = true;
+    o.directions = {m.direction()};
+    // The varlen mutants need a varlen batch: the suite's `varlen` case only.
+    const bool varlen = std::count(m.needs.inputs.begin(), m.needs.inputs.end(), "cu_seqlens") > 0;
+    o.cases = varlen ? std::vector<std::string>{"varlen"} : cases_meeting(m.needs);
+    ASSERT_FALSE(o.cases.empty()) << m.name << ": no case of the default suite meets its conditions";
     std::set<std::string> layers;
     std::set<Form> forms;
-    for (const MutantTarget& t : m.targets) {
-      layers.insert(t.layer);
-      forms.insert(t.form);
-    }
+    for (const MutantTarget& t : m.targets)
+      if (gate_config_meets(t.layer, m.needs)) {
+        layers.insert(t.layer);
+        forms.insert(t.form);
+      }
+    ASSERT_FALSE(layers.empty()) << m.name << ": no target's gate configuration meets its config";
     o.layers.assign(layers.begin(), layers.end());
     o.forms.assign(forms.begin(), forms.end());
-    // The varlen mutants need a varlen batch: the suite's `varlen` case only.
-    if (std::count(m.needs.inputs.begin(), m.needs.inputs.end(), "cu_seqlens")) o.cases = {"varlen"};
     const GateResult r = run_gate(o);
     EXPECT_FALSE(r.pass) << "mutant " << m.name << " passed the default gate";
     for (const GateCheck& c : r.checks)
       if (!c.result.pass) {
-        std::printf("%-30s caught by %s\n", m.name.c_str(), c.id.c_str());
+        // The failing tensor and its worst row, as the report names them.
+        std::string worst;
+        for (const TensorVerdict& v : c.result.tensors)
+          if (!v.pass) {
+            worst = fmt::format("{} ratio {:.3g} at (b,t,h) ({},{},{})", v.name, v.max_ratio, v.worst.b, v.worst.t,
+                                v.worst.h);
+            break;
+          }
+        std::printf("%-36s caught by %s: %s\n", m.name.c_str(), c.id.c_str(), worst.c_str());
+        if (m.direction() == Direction::backward) {
+          EXPECT_TRUE(c.id.ends_with("/backward")) << c.id;
+        }
         break;
       }
+  }
+}
+
+// The one localized backward bug is found where it is: the failing tensor is dq
+// and the worst row is the first token of a chunk (t a multiple of C).
+TEST(Gate, LocalizedBackwardBugIsNamedByItsRow) {
+  GateOptions o;
+  o.seeds = 1;
+  o.mutant = "dq-first-token-intra-dropped";
+  o.directions = {Direction::backward};
+  o.layers = {"gated_delta_rule"};
+  o.cases = {"small"};
+  const GateResult r = run_gate(o);
+  ASSERT_EQ(r.checks.size(), 2u);  // bf16, fp32
+  for (const GateCheck& c : r.checks) {
+    EXPECT_FALSE(c.result.pass) << c.id;
+    const TensorVerdict& dq = c.result.tensors.front();
+    ASSERT_EQ(dq.name, "dq");
+    EXPECT_FALSE(dq.pass);
+    EXPECT_EQ(dq.worst.t % 16, 0) << c.id << ": worst dq row at t = " << dq.worst.t;
+    for (const TensorVerdict& v : c.result.tensors) {
+      if (v.name == "dv" || v.name == "dbeta") {
+        EXPECT_TRUE(v.pass) << c.id << " " << v.name;
+      }
+    }
   }
 }
 
@@ -86,6 +174,52 @@ TEST(GateCli, WritesReportsAndExitsByVerdict) {
   EXPECT_EQ(run_cli({"gate", "--layer", "nope"}).exit_code, 2);
   EXPECT_EQ(run_cli({"gate", "--mutant", "nope"}).exit_code, 2);
   EXPECT_EQ(run_cli({"gate", "--case", "nope"}).exit_code, 2);
+  const CliResult no_dir = run_cli({"gate", "--direction", "sideways", "--out", dir / "none"});
+  EXPECT_EQ(no_dir.exit_code, 2);
+  EXPECT_NE(no_dir.err.find("sideways"), std::string::npos) << no_dir.err;
+}
+
+// `--direction backward`: only backward checks, ids ending in /backward, the
+// direction in the JSON report and JUnit; a backward mutant fails with the
+// gradient named; baselines carry the backward rows.
+TEST(GateCli, BackwardDirectionReportsAndBaselines) {
+  TempDir dir;
+  const std::vector<std::string> base = {"gate", "--layer", "gated_delta_rule", "--case", "small", "--seeds", "1",
+                                         "--direction", "backward", "--no-cuda"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_cli(a);
+  };
+  const CliResult ok = with({"--out", dir / "ok"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("gated_delta_rule/chunk/bf16/backward"), std::string::npos) << ok.out;
+  const nlohmann::json rep = nlohmann::json::parse(read_text(dir / "ok/report.json"));
+  ASSERT_EQ(rep["checks"].size(), 2u);
+  for (const auto& c : rep["checks"]) {
+    EXPECT_EQ(c["direction"], "backward");
+    EXPECT_TRUE(c["id"].get<std::string>().ends_with("/small/0/backward")) << c["id"];
+    std::set<std::string> names;
+    for (const auto& t : c["tensors"]) names.insert(t["name"].get<std::string>());
+    EXPECT_EQ(names, (std::set<std::string>{"dq", "dk", "dv", "dg", "dbeta"}));  // no h0: no dh0
+  }
+  const CliResult bad = with({"--mutant", "dg-query-term-dropped", "--out", dir / "bad"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find(" dg "), std::string::npos) << bad.out;  // the worst tensor of the verdict line
+  const std::string junit = read_text(dir / "bad/junit.xml");
+  EXPECT_NE(junit.find("dg: max ratio"), std::string::npos) << junit;
+
+  // Baselines: recorded from the backward report, compared with itself (pass) and
+  // with the mutant's report (the dg row of each backward check regresses).
+  const std::string bl = dir / "baseline.json";
+  ASSERT_EQ(run_cli({"baseline", "record", "--report", dir / "ok/report.json", "--out", bl}).exit_code, 0);
+  const nlohmann::json b = nlohmann::json::parse(read_text(bl));
+  ASSERT_TRUE(b["checks"].contains("gated_delta_rule/chunk/bf16/small/0/backward")) << b.dump();
+  EXPECT_TRUE(b["checks"]["gated_delta_rule/chunk/bf16/small/0/backward"].contains("dg"));
+  EXPECT_EQ(run_cli({"baseline", "compare", "--baseline", bl, "--report", dir / "ok/report.json"}).exit_code, 0);
+  const CliResult reg = run_cli({"baseline", "compare", "--baseline", bl, "--report", dir / "bad/report.json"});
+  EXPECT_EQ(reg.exit_code, 1) << reg.out;
+  EXPECT_NE(reg.out.find("regression: gated_delta_rule/chunk/bf16/small/0/backward dg"), std::string::npos) << reg.out;
 }
 
 }  // namespace

@@ -27,35 +27,41 @@ namespace {
 // The demo case (B = 1, T = 128, H = 2, K = V = 16) set up the way the mutant
 // needs it: its config pairs, its optional inputs drawn (h0 …), its special inputs
 // planted (strong decays, zero keys, a zero-write prefix), and a chunk size
-// giving 8 chunks — or, for the partial-chunk mutant, 5 full chunks and one of 8.
+// giving 8 chunks — or, for the partial-chunk mutants, 5 full chunks and one of 8,
+// and for a bug across 16×16 sub-blocks (min_chunk_size) two chunks of 64. A
+// backward mutant's case also holds the cotangents (do, dht).
 struct MutantCase {
   TensorMap<double> inputs;
   Config config;
   int chunk = 16;
+  Direction direction = Direction::forward;
 };
 
 MutantCase case_for(const MutantInfo& m, const std::string& layer) {
   const LayerSpec& spec = find_layer(layer).spec;
   VectorCase c = suite_cases(spec, "demo").at(0);
   if (!m.needs.inputs.empty()) c.regime.optional_inputs = true;
-  for (const auto& kv : m.needs.config) c.config.push_back(kv);
-  MutantCase mc{generate_inputs(spec, c, 0), Config::make(spec, c.config), m.needs.partial_last_chunk ? 24 : 16};
+  for (const auto& kv : m.needs.config) {
+    std::erase_if(c.config, [&](const auto& set) { return set.first == kv.first; });
+    c.config.push_back(kv);
+  }
+  const int chunk = m.needs.partial_last_chunk ? 24 : m.needs.min_chunk_size > 16 ? 64 : 16;
+  const Direction dir = m.direction();
+  MutantCase mc{dir == Direction::backward ? generate_backward_inputs(spec, c, 0) : generate_inputs(spec, c, 0),
+                Config::make(spec, c.config), chunk, dir};
   plant_special_input(m.needs.special, spec, mc.inputs);  // NaN/Inf mutants: the inputs they need, made on purpose
   const std::int64_t T = c.dims.at("T");
   EXPECT_GE(T, m.needs.min_chunks * mc.chunk) << "the case must satisfy the mutant's min_chunks";
+  EXPECT_GE(mc.chunk, m.needs.min_chunk_size);
   EXPECT_EQ(T % mc.chunk != 0, m.needs.partial_last_chunk);
   for (const auto& name : m.needs.inputs) EXPECT_TRUE(mc.inputs.count(name)) << name;
   return mc;
 }
 
-// Normwise relative change of the output o: max_i |x_i − r_i| / max_i |r_i|; +inf
+// Normwise relative change of one tensor: max_i |x_i − r_i| / max_i |r_i|; +inf
 // where x is not finite and r is (a NaN the mutant produced is a change, not a
-// vanishing term). o is what every layer returns and what a user of the kernel
-// reads; the diagnostics (GKA's kappa, resid) can swing by orders of magnitude
-// when λ or H_t changes and would say nothing about the output.
-double relative_change(const TensorMap<double>& x, const TensorMap<double>& ref) {
-  const Tensor<double>& r = ref.at("o");
-  const Tensor<double>& c = x.at("o");
+// vanishing term).
+double relative_change(const Tensor<double>& c, const Tensor<double>& r) {
   double err = 0, scale = 0;
   for (std::size_t i = 0; i < r.data.size(); ++i) {
     if (!std::isfinite(c.data[i]) && std::isfinite(r.data[i])) return INFINITY;
@@ -63,6 +69,18 @@ double relative_change(const TensorMap<double>& x, const TensorMap<double>& ref)
     scale = std::max(scale, std::fabs(r.data[i]));
   }
   return scale > 0 ? err / scale : err;
+}
+
+// Forward: the change of the output o, what every layer returns and what a user
+// of the kernel reads (the diagnostics, GKA's kappa and resid, can swing by orders
+// of magnitude when λ or H_t changes and would say nothing about the output).
+// Backward: the largest change over the gradients (a backward bug may touch one
+// gradient only: dβ, dg, dh0).
+double relative_change(const TensorMap<double>& x, const TensorMap<double>& ref, Direction dir = Direction::forward) {
+  if (dir == Direction::forward) return relative_change(x.at("o"), ref.at("o"));
+  double worst = 0;
+  for (const auto& [name, r] : ref) worst = std::max(worst, relative_change(x.at(name), r));
+  return worst;
 }
 
 // Bit-for-bit equality of every output (NaN payloads included).
@@ -77,7 +95,7 @@ bool bit_identical(const TensorMap<double>& a, const TensorMap<double>& b) {
 }
 
 TensorMap<double> run(const std::string& layer, Form form, Tier tier, const MutantCase& c) {
-  return run_layer(find_layer(layer), form, {tier, 0}, c.inputs, c.config, c.chunk).values;
+  return run_layer(find_layer(layer), form, {tier, 0}, c.inputs, c.config, c.chunk, c.direction).values;
 }
 
 TEST(MutantSwitch, ScopesNestAndRestore) {
@@ -114,8 +132,24 @@ TEST(MutantCatalogue, CompleteParsableAndAimedAtRealForms) {
     EXPECT_FALSE(m.targets.empty());
     for (const auto& t : m.targets) {
       EXPECT_NE(t.form, Form::sequential) << t.layer;
-      EXPECT_TRUE(find_layer(t.layer).has_form(t.form)) << t.layer << " " << form_name(t.form);
-      EXPECT_TRUE(m.affects(t.layer, t.form));
+      EXPECT_TRUE(find_layer(t.layer).has_form(t.form, t.direction)) << t.layer << " " << form_name(t.form);
+      EXPECT_TRUE(m.affects(t.layer, t.form, t.direction));
+      EXPECT_EQ(t.direction, m.direction()) << "one direction per catalogue entry";
+      const Direction other = t.direction == Direction::forward ? Direction::backward : Direction::forward;
+      EXPECT_FALSE(m.affects(t.layer, t.form, other));
+    }
+  }
+  // The backward catalogue: at least 14 bugs of the backward forms, and every
+  // registered chunk backward form of the delta family is the target of each of
+  // the family-wide ones (found through the registry, not by name).
+  const auto backward = std::count_if(cat.begin(), cat.end(), [](const MutantInfo& m) {
+    return m.direction() == Direction::backward;
+  });
+  EXPECT_GE(backward, 14);
+  for (const LayerEntry& e : registry()) {
+    if (e.spec.family == "delta" && e.has_form(Form::chunk, Direction::backward)) {
+      EXPECT_TRUE(mutant_info(Mutant::dbeta_sign_flipped).affects(e.spec.name, Form::chunk, Direction::backward))
+          << e.spec.name;
     }
   }
   EXPECT_EQ(parse_mutant("none"), Mutant::none);
@@ -154,43 +188,50 @@ TEST(Mutants, EachBitesWhereItClaimsAndVanishesWhenOff) {
         }
         const TensorMap<double> after = run(t.layer, t.form, tier, c);
         EXPECT_TRUE(bit_identical(after, before)) << "the mutant left a trace after its scope closed";
-        const double change = relative_change(mutant, before);
+        const double change = relative_change(mutant, before, c.direction);
+        const char* dir = c.direction == Direction::backward ? "bwd" : "fwd";
         if (tier == Tier::fp64) {
           EXPECT_GT(change, 1e-7);
-          std::printf("%-28s %-26s %-5s fp64  change %.1e\n", m.name.c_str(), t.layer.c_str(), form_name(t.form),
-                      change);
+          std::printf("%-36s %-26s %-5s %s fp64  change %.1e\n", m.name.c_str(), t.layer.c_str(), form_name(t.form),
+                      dir, change);
         } else {
           const double u = tier == Tier::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
           const TensorMap<double> exact = run(t.layer, t.form, Tier::fp64, c);
-          const double err_ok = relative_change(before, exact), err_mut = relative_change(mutant, exact);
+          const double err_ok = relative_change(before, exact, c.direction),
+                       err_mut = relative_change(mutant, exact, c.direction);
           EXPECT_GT(change, u);
           EXPECT_GT(err_mut, err_ok);
-          std::printf("%-28s %-26s %-5s %-5s change %.1f u, error %.1f u (correct form %.1f u)\n", m.name.c_str(),
-                      t.layer.c_str(), form_name(t.form), tier_name(tier), change / u, err_mut / u, err_ok / u);
+          std::printf("%-36s %-26s %-5s %s %-5s change %.1f u, error %.1f u (correct form %.1f u)\n", m.name.c_str(),
+                      t.layer.c_str(), form_name(t.form), dir, tier_name(tier), change / u, err_mut / u, err_ok / u);
         }
       }
     }
   }
 }
 
-// The sequential forms are the oracle: bit-identical under every mutant (in fp64,
-// and in bf16 — the tier the accumulation mutant is about).
+// The sequential forms are the oracle: bit-identical under every mutant, forward
+// and backward (in fp64, and in bf16 — the tier the 16-bit mutants are about).
 TEST(Mutants, NeverReachTheSequentialForms) {
-  for (const LayerEntry& e : registry()) {
-    if (!e.has_form(Form::sequential)) continue;
-    SCOPED_TRACE(e.spec.name);
-    VectorCase vc = suite_cases(e.spec, "demo").at(0);
-    vc.regime.optional_inputs = true;  // h0 and the other initial states too
-    const MutantCase c{generate_inputs(e.spec, vc, 0), Config::make(e.spec, vc.config), 16};
-    for (Tier tier : {Tier::fp64, Tier::bf16}) {
-      const TensorMap<double> ref = run(e.spec.name, Form::sequential, tier, c);
-      for (const MutantInfo& m : mutant_catalogue()) {
-        if (tier == Tier::bf16 && m.id != Mutant::accumulate_in_16bit) continue;
-        const MutantScope scope(m.id);
-        EXPECT_TRUE(bit_identical(run(e.spec.name, Form::sequential, tier, c), ref)) << m.name;
+  for (const LayerEntry& e : registry())
+    for (const Direction dir : {Direction::forward, Direction::backward}) {
+      if (!e.has_form(Form::sequential, dir)) continue;
+      SCOPED_TRACE(e.spec.name + " " + direction_name(dir));
+      VectorCase vc = suite_cases(e.spec, "demo").at(0);
+      vc.regime.optional_inputs = true;  // h0 and the other initial states too
+      if (e.spec.key("use_qk_l2norm_in_kernel")) vc.config.push_back({"use_qk_l2norm_in_kernel", "true"});
+      const MutantCase c{dir == Direction::backward ? generate_backward_inputs(e.spec, vc, 0)
+                                                    : generate_inputs(e.spec, vc, 0),
+                         Config::make(e.spec, vc.config), 16, dir};
+      for (Tier tier : {Tier::fp64, Tier::bf16}) {
+        const TensorMap<double> ref = run(e.spec.name, Form::sequential, tier, c);
+        for (const MutantInfo& m : mutant_catalogue()) {
+          const bool sixteen_bit = m.id == Mutant::accumulate_in_16bit;
+          if (tier == Tier::bf16 && !sixteen_bit) continue;
+          const MutantScope scope(m.id);
+          EXPECT_TRUE(bit_identical(run(e.spec.name, Form::sequential, tier, c), ref)) << m.name;
+        }
       }
     }
-  }
 }
 
 // The CLI: `mutants --json` lists the catalogue; `run --mutant` mutates the chunk
