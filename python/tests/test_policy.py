@@ -51,9 +51,9 @@ def test_tf32_kernel_passes_as_tf32_fails_as_fp32(case):
     as_tf32 = ttrcheck.check("linear_attn", case.inputs, cand, policy="tf32", config={"scale": 0.25})
     assert not fp32.passed and fp32.max_ratio > 100
     assert as_tf32.passed, str(as_tf32)
-    doc = as_tf32.to_json()
+    doc = as_tf32.to_dict()
     assert doc["checks"][0]["policy"] == "tf32" and doc["checks"][0]["dtype"] == "fp32"
-    assert "policy" not in fp32.to_json()["checks"][0]          # native policies: reports unchanged
+    assert "policy" not in fp32.to_dict()["checks"][0]          # native policies: reports unchanged
     e = ttrcheck.explain_policy("linear_attn", case.inputs, cand, config={"scale": 0.25})
     assert e.best == "tf32"
     assert list(e.reports) == ["fp32", "tf32", "fp16", "bf16-storage", "bf16"]
@@ -71,7 +71,7 @@ def test_policy_matches_the_cli(case, cli, tmp_path):
     assert "explained by tf32" in r.stdout
     py = ttrcheck.check("linear_attn", dict(case.inputs), {"o": o, "ht": ht}, policy="tf32", config={"scale": 0.25},
                         name="in")
-    assert json.loads((tmp_path / "r.json").read_text())["checks"] == py.to_json()["checks"]
+    assert json.loads((tmp_path / "r.json").read_text())["checks"] == py.to_dict()["checks"]
 
 
 def test_bad_policy_is_an_input_error(case):
