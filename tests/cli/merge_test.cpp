@@ -78,10 +78,11 @@ TEST(Merge, GateShardsGiveTheUnshardedReportAndJunit) {
   shard_and_merge(t, kGate, 3);
   expect_same_tree(t.path() / "single", t.path() / "merged");
   // Every shard ran a part: 2 layers x 3 seeds = 6 units, two per shard: one of
-  // simple_gla (chunk and scan x bf16, fp32: 4 checks), one of gated_delta_rule (chunk: 2).
+  // simple_gla (chunk and scan x bf16, fp32, forward and backward: 8 checks), one
+  // of gated_delta_rule (chunk x bf16, fp32, forward and backward: 4).
   for (int i = 0; i < 3; ++i) {
     const auto doc = nlohmann::json::parse(slurp(t.path() / ("s" + std::to_string(i)) / "report.json"));
-    EXPECT_EQ(doc["checks"].size(), 6u) << i;
+    EXPECT_EQ(doc["checks"].size(), 12u) << i;
     for (const auto& u : doc["shard"]["check_units"]) EXPECT_EQ(u[1].get<int>() % 3, i);
   }
 }
