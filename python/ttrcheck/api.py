@@ -119,6 +119,20 @@ def oracle(layer: str, inputs: ArrayMap, config: Optional[Mapping[str, Any]] = N
     return decode_list(tensors)
 
 
+def _check_options(chunk_size: int, samples: Optional[int], seed: int, oracle: Optional[ArrayMap]):
+    """The options `check` and `explain_policy` share, validated as the CLI does: the
+    number of model samples (the default when None) and the precomputed oracle, encoded
+    with its metadata (None, {} when there is none)."""
+    _check_range("chunk_size", chunk_size, 1, 1 << 20)
+    if samples is None:
+        samples = _core.default_samples
+    _check_range("samples", samples, 1, 100000)
+    _check_range("seed", seed, 0, 2**64 - 1)
+    if oracle is None:
+        return samples, None, {}
+    return samples, encode_map(oracle, "oracle"), dict(getattr(oracle, "metadata", {}) or {})
+
+
 def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[str] = None,
           policy: Optional[str] = None, config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
           chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
@@ -133,15 +147,7 @@ def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[
     hold precomputed float64 outputs (from :func:`oracle`, or a :class:`Case`'s, with
     its metadata) to skip recomputing them. Returns a :class:`Report`.
     """
-    _check_range("chunk_size", chunk_size, 1, 1 << 20)
-    if samples is None:
-        samples = _core.default_samples
-    _check_range("samples", samples, 1, 100000)
-    _check_range("seed", seed, 0, 2**64 - 1)
-    oracle_tensors, oracle_meta = None, {}
-    if oracle is not None:
-        oracle_meta = dict(getattr(oracle, "metadata", {}) or {})
-        oracle_tensors = encode_map(oracle, "oracle")
+    samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
     js, table = _core.check(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                             oracle_tensors, oracle_meta, dtype or "", policy or "", form or "", int(chunk_size),
                             int(samples), int(seed), bool(backward), bool(strict_range), config_sets(config),
@@ -171,15 +177,7 @@ def explain_policy(layer: str, inputs: ArrayMap, candidate: ArrayMap, *,
                    oracle: Optional[ArrayMap] = None, name: Optional[str] = None) -> PolicyExplanation:
     """Which arithmetic explains a candidate's error: :func:`check` under every policy of
     ``check --explain-policy`` (fp32, tf32, fp16, bf16-storage, bf16), one oracle for all."""
-    _check_range("chunk_size", chunk_size, 1, 1 << 20)
-    if samples is None:
-        samples = _core.default_samples
-    _check_range("samples", samples, 1, 100000)
-    _check_range("seed", seed, 0, 2**64 - 1)
-    oracle_tensors, oracle_meta = None, {}
-    if oracle is not None:
-        oracle_meta = dict(getattr(oracle, "metadata", {}) or {})
-        oracle_tensors = encode_map(oracle, "oracle")
+    samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
     pairs, best = _core.explain_policy(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                                        oracle_tensors, oracle_meta, form or "", int(chunk_size), int(samples),
                                        int(seed), bool(backward), bool(strict_range), config_sets(config), name or "")
