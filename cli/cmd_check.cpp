@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "gate/check_request.hpp"
+#include "gate/domain_note.hpp"
 #include "gate/report.hpp"
 
 namespace ttr::cli {
@@ -71,10 +72,11 @@ Command add_check(CLI::App& app) {
     req.backward = o->backward;
     req.strict_range = o->strict_range;
     req.sets = o->sets;
-    const std::vector<NamedCheck> checks = {run_check(req)};
+    std::vector<DomainViolation> domain;  // the guaranteed-domain note (gate/domain_note.hpp)
+    const std::vector<NamedCheck> checks = {run_check(req, &domain)};
     const CheckResult& result = checks.front().second;
 
-    if (!o->report.empty()) write_report(o->report, report_json("check", checks));
+    if (!o->report.empty()) write_report(o->report, check_report_json(checks.front(), domain));
     if (!o->junit.empty()) {
       try {
         write_junit(o->junit, junit_xml("ttrcheck check", checks));
@@ -83,7 +85,7 @@ Command add_check(CLI::App& app) {
         throw;
       }
     }
-    print_table(stdout, checks);
+    print_check_table(stdout, checks.front(), domain);
     if (o->explain) {
       // The report and exit code stay the check's (--dtype/--policy); the explanation is printed.
       const PolicyExplanation e = explain_policy(req);

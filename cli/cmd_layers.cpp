@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "oracles/catalogue.hpp"
+#include "oracles/domain.hpp"
 #include "oracles/registry.hpp"
 
 namespace ttr::cli {
@@ -43,6 +44,14 @@ void print_layer(const LayerEntry& e) {
                fmt::join(cot, ", "), fmt::join(grads, ", "));
   }
   for (const auto& n : s.notes) fmt::print("  note: {}\n", n);
+  if (const LayerDomain* d = layer_domain(s.name)) {
+    if (!d->conditions.empty())
+      fmt::print("  guaranteed domain ({}): no intermediate leaves its format when every bound ≤ its limit\n",
+                 d->derivation);
+    for (const auto& c : d->conditions)
+      fmt::print("    {:<16} {}  [{}; limit {}]\n", c.name, c.bound, domain_forms_text(c), domain_limits_text(c));
+    for (const auto& g : d->gaps) fmt::print("  guaranteed domain, {}\n", g.why);
+  }
   fmt::print("\n");
 }
 
@@ -146,6 +155,20 @@ void markdown_layer(std::string& out, const LayerEntry& e) {
     fmt::format_to(o, "\nBackward ([gradients.md](gradients.md)): cotangents {}; gradients {} (of the inputs given); "
                       "config keys get no gradient.\n",
                    fmt::join(cot, ", "), fmt::join(grads, ", "));
+  }
+  if (const LayerDomain* d = layer_domain(s.name)) {
+    const std::string anchor = d->derivation.substr(d->derivation.find('#'));
+    if (!d->conditions.empty()) {
+      fmt::format_to(o, "\nGuaranteed domain ([domains.md](domains.md{})): no intermediate of a form leaves its format "
+                        "when every bound below is at most its limit (the format's largest finite value).\n",
+                     anchor);
+      fmt::format_to(o, "\n| condition | bound | applies to | limit |\n|---|---|---|---|\n");
+      for (const auto& c : d->conditions)
+        fmt::format_to(o, "| {} | {} | {} | {} |\n", cell(c.name), cell(c.bound), cell(domain_forms_text(c)),
+                       cell(domain_limits_text(c)));
+    }
+    for (const auto& g : d->gaps)
+      fmt::format_to(o, "\nGuaranteed domain ([domains.md](domains.md#not-derived)), {}.\n", g.why);
   }
   std::vector<std::string> kernels;
   for (const KernelImpl& k : e.kernels) kernels.push_back(fmt::format("`{}` ({})", k.name(), direction_name(k.direction)));

@@ -216,11 +216,23 @@ std::unique_ptr<Prepared> prepare(const CheckRequest& req) {
   return p;
 }
 
+// The conditions of the layer's guaranteed domain (docs/domains.md) the inputs
+// violate for the check's form, direction and dtype. A foreign fp32 kernel that
+// stores in bf16 (--policy bf16-storage) is held to bf16's storage range.
+std::vector<DomainViolation> domain_note(const Prepared& p, const ModelSpec& ms) {
+  const LayerDomain* d = layer_domain(p.in.layer->spec.name);
+  if (!d) return {};
+  const LayerSpec spec = direction_spec(p.in.layer->spec, ms.direction);
+  const Tier dtype = ms.policy == Policy::bf16_storage ? Tier::bf16 : ms.dtype;
+  return domain_violations(*d, {spec, p.in.inputs.tensors, p.in.config}, {ms.form, ms.direction, dtype, ms.chunk_size});
+}
+
 }  // namespace
 
-NamedCheck run_check(const CheckRequest& req) {
+NamedCheck run_check(const CheckRequest& req, std::vector<DomainViolation>* domain) {
   const auto p = prepare(req);
   const CheckResult result = (*p->judge)(p->candidate, p->ms);
+  if (domain) *domain = domain_note(*p, p->ms);
   return {check_id(result, p->case_label) + (req.backward ? "/backward" : ""), result};
 }
 

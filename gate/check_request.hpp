@@ -12,6 +12,7 @@
 
 #include "gate/error_model.hpp"
 #include "gate/report.hpp"
+#include "oracles/domain.hpp"
 #include "oracles/io/safetensors.hpp"
 
 namespace ttr {
@@ -41,7 +42,10 @@ struct CheckRequest {
 // Validates everything (InputError naming the source and tensor or key), then
 // computes the oracle (unless given) and the model and judges. The id is
 // "<layer>/<form>/<dtype>/<case>" plus "/backward" for the backward direction.
-NamedCheck run_check(const CheckRequest& req);
+// With `domain`, also the conditions of the layer's guaranteed domain
+// (docs/domains.md) the inputs violate for the check's form, direction and dtype
+// (empty inside it): a note, the verdict is unchanged (gate/domain_note.hpp).
+NamedCheck run_check(const CheckRequest& req, std::vector<DomainViolation>* domain = nullptr);
 
 // `check --explain-policy`: the candidate judged under every policy of
 // explain_order() (gate/policies.hpp; req.dtype and req.policy ignored), one

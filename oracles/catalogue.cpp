@@ -2,11 +2,41 @@
 
 #include <fmt/format.h>
 
+#include "oracles/domain.hpp"
+
 namespace ttr {
 namespace {
 
 nlohmann::json tensor_json(const TensorSpec& t) {
   return {{"name", t.name}, {"dims", t.dims}, {"required", t.required}, {"range", t.range.str()}, {"doc", t.doc}};
+}
+
+// The guaranteed domain (docs/domains.md): every condition with its limits per
+// form and dtype, and the forms/directions not derived. null for a layer with no
+// declared domain (registered at run time).
+nlohmann::json domain_json(const LayerEntry& e) {
+  const LayerDomain* d = layer_domain(e.spec.name);
+  if (!d) return nullptr;
+  nlohmann::json conds = nlohmann::json::array(), gaps = nlohmann::json::array();
+  for (const DomainCondition& c : d->conditions) {
+    nlohmann::json limits = nlohmann::json::object();
+    for (Direction dir : {Direction::forward, Direction::backward})
+      for (Form f : e.form_list(dir)) {
+        const DomainContext probe{f, dir, Tier::fp32, 64};
+        if (!c.applies(probe) || !d->covers(probe)) continue;
+        nlohmann::json per;
+        for (Tier t : {Tier::fp32, Tier::bf16, Tier::fp16}) per[tier_name(t)] = domain_limit(c.held, {f, dir, t, 64});
+        limits[fmt::format("{} {}", form_name(f), direction_name(dir))] = per;
+      }
+    conds.push_back({{"name", c.name}, {"bound", c.bound}, {"covers", c.covers}, {"limits", limits}});
+  }
+  for (const DomainGap& g : d->gaps) {
+    nlohmann::json forms = nlohmann::json::array(), dirs = nlohmann::json::array();
+    for (Form f : g.forms) forms.push_back(form_name(f));
+    for (Direction x : g.directions) dirs.push_back(direction_name(x));
+    gaps.push_back({{"forms", forms}, {"directions", dirs}, {"why", g.why}});
+  }
+  return {{"derivation", d->derivation}, {"conditions", conds}, {"not_derived", gaps}};
 }
 
 }  // namespace
@@ -52,6 +82,7 @@ nlohmann::json layer_json(const LayerEntry& e) {
   for (Form f : e.form_list()) j["forms"].push_back(form_name(f));
   j["family"] = s.family;
   j["implementations"] = implementations(e);
+  j["domain"] = domain_json(e);
   if (e.has_form(Form::sequential, Direction::backward)) {
     const LayerSpec b = backward_spec(s);
     for (const auto& t : b.inputs)

@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -18,6 +19,11 @@ LayerSpec spec_delta_rule() {
        "keys are used as given; FLA normalises them only with use_qk_l2norm_in_kernel (also a key here)"},
       true,
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_delta_rule(const LayerSpec& s) {
+  return domains::delta(s, {});
 }
 
 }  // namespace ttr::layers

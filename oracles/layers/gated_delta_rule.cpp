@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -20,6 +21,11 @@ LayerSpec spec_gated_delta_rule() {
        "per-value-channel states s_t"},
       true,
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_gated_delta_rule(const LayerSpec& s) {
+  return domains::delta(s, {});
 }
 
 }  // namespace ttr::layers

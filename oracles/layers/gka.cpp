@@ -1,4 +1,5 @@
 #include "oracles/layers/gka.hpp"
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -77,6 +78,12 @@ LayerSpec spec_gka() {
        "residual is exactly 0",
        "L = ‖H_t‖_F + λ_t and μ = λ_t bound the spectrum of H_t + λ_t I (eq. (4)), so κ_t <= (a+1)/a"},
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_gka(const LayerSpec& s) {
+  return domains::not_derived(
+      s, "not derived yet: the Chebyshev/CG iterates and ‖H_t‖_F, λ_t are not bounded");
 }
 
 }  // namespace ttr::layers

@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -17,6 +18,11 @@ LayerSpec spec_gla() {
        "FLA's naive_recurrent_gla hard-codes scale = K^-1/2; ours is the `scale` key with that default",
        "PDN writes the V×K state, decayed along its K columns; we store FLA's K×V transpose"},
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_gla(const LayerSpec& s) {
+  return domains::gated_linear(s);
 }
 
 }  // namespace ttr::layers

@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -23,6 +24,11 @@ LayerSpec spec_kaczmarz_delta_rule() {
        "the K×V state is the orientation of KLA-Z's tokenwise listing (err = v − S̄ᵀk); its chunkwise appendix "
        "writes the transpose"},
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_kaczmarz_delta_rule(const LayerSpec& s) {
+  return domains::delta(s, {.key_energy_step = true});
 }
 
 }  // namespace ttr::layers

@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -20,6 +21,12 @@ LayerSpec spec_kalman_filter() {
        "the V×K state, we keep FLA's K×V",
        "with η = 1 it is pdn_exact (PDN eq. (5)); with γ = 1, fixed λ and β = η it equals gka with solver=exact"},
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_kalman_filter(const LayerSpec& s) {
+  return domains::not_derived(
+      s, "not derived yet: the Sherman–Morrison denominators and P_t are not bounded");
 }
 
 }  // namespace ttr::layers

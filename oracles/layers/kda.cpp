@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -18,6 +19,11 @@ LayerSpec spec_kda() {
        "PDN writes the V×K state, decayed along its K columns; we store FLA's K×V transpose"},
       true,
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_kda(const LayerSpec& s) {
+  return domains::delta(s, {});
 }
 
 }  // namespace ttr::layers

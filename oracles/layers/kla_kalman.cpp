@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -36,6 +37,13 @@ LayerSpec spec_kla_kalman() {
        "scan_unscaled are the paper's representation (Λ, η as plain numbers), kept for comparison",
        "scale defaults to 1, unlike the other layers"},
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_kla_kalman(const LayerSpec& s) {
+  return domains::not_derived(
+      s, "not derived yet (docs/kla-scaled.md argues that the scaled chunk and scan forms cannot overflow; the "
+         "sequential and unscaled forms' bound on Λ_t is not written as a domain)");
 }
 
 }  // namespace ttr::layers

@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -16,6 +17,11 @@ LayerSpec spec_linear_attn() {
        "defaults to normalize=True, which this layer does not model",
        "PDN writes the V×K state S_t = S_{t-1} + v_t k_tᵀ and o_t = S_t q_t; we store FLA's K×V transpose"},
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_linear_attn(const LayerSpec& s) {
+  return domains::gated_linear(s);
 }
 
 }  // namespace ttr::layers

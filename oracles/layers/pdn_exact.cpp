@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -18,6 +19,12 @@ LayerSpec spec_pdn_exact() {
        "no write gate β: the exact preconditioner fixes the step (PDN eq. (5))",
        "FLA has no op for it; the paper's PDN kernels reuse PGDN with decay 1 (PDN §4)"},
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_pdn_exact(const LayerSpec& s) {
+  return domains::not_derived(
+      s, "not derived yet: the Sherman–Morrison denominators and P_t are not bounded");
 }
 
 }  // namespace ttr::layers

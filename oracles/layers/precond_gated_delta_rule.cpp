@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/layers/precond_spec.hpp"
 
 namespace ttr::layers {
@@ -19,6 +20,13 @@ LayerSpec spec_precond_gated_delta_rule() {
       precond_notes(),
       true,
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_precond_gated_delta_rule(const LayerSpec& s) {
+  return domains::not_derived(
+      s, "not derived yet: the write key k̃ = B_t ⊙ k differs from the read key, so I − β k k̃ᵀ is not symmetric and "
+         "the delta family's norm bound ρ_t does not apply; the preconditioner's A_t recursion is not bounded");
 }
 
 }  // namespace ttr::layers

@@ -1,3 +1,4 @@
+#include "oracles/domain.hpp"
 #include "oracles/spec.hpp"
 
 namespace ttr::layers {
@@ -16,6 +17,11 @@ LayerSpec spec_simple_gla() {
        "FLA's optional constant per-head gate g_gamma [H] is not a separate input: pass it broadcast in g",
        "PDN writes the V×K state (S_t = α_t S_{t-1} + v_t k_tᵀ); we store FLA's K×V transpose"},
   };
+}
+
+// The inputs its forms are guaranteed finite on (docs/domains.md).
+LayerDomain domain_simple_gla(const LayerSpec& s) {
+  return domains::gated_linear(s);
 }
 
 }  // namespace ttr::layers

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "gate/check_request.hpp"
+#include "gate/domain_note.hpp"
 #include "gate/report.hpp"
 #include "oracles/catalogue.hpp"
 #include "oracles/error.hpp"
@@ -112,7 +113,18 @@ std::pair<std::string, std::string> check(const std::string& layer, const Tensor
   const CheckRequest req = check_request(layer, inputs, in_meta, candidate, oracle_tensors, oracle_meta, dtype, policy,
                                          form, chunk_size, samples, seed, backward, strict_range, sets, case_name);
   nb::gil_scoped_release release;
-  return report_and_table({run_check(req)});
+  std::vector<DomainViolation> domain;  // the guaranteed-domain note, as `check` writes it
+  const NamedCheck c = run_check(req, &domain);
+  std::string table;
+  char* buf = nullptr;
+  std::size_t size = 0;
+  std::FILE* mem = open_memstream(&buf, &size);
+  if (!mem) throw std::runtime_error("open_memstream failed");
+  print_check_table(mem, c, domain);
+  std::fclose(mem);
+  table.assign(buf, size);
+  std::free(buf);
+  return {dump_json(check_report_json(c, domain)), table};
 }
 
 // `check --explain-policy`: (report, table) per policy of explain_order(), and the best.

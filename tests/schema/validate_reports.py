@@ -6,7 +6,8 @@ Usage: validate_reports.py TTRCHECK WORKDIR
 Writes tiny vectors, checks a passing candidate (the chunk form in bf16) and a
 failing one (the oracle with one NaN, so that "inf" ratios and locations occur),
 validates both JSON reports against docs/schemas/report.schema.json, parses both
-JUnit files, records a baseline and validates it against baseline.schema.json,
+JUnit files, checks inputs outside the layer's guaranteed domain (a report with a
+`domain` note), records a baseline and validates it against baseline.schema.json,
 and validates one `ttrcheck proofs --json` result against proofs.schema.json.
 Run by CTest (tests/CMakeLists.txt); needs python3-jsonschema.
 """
@@ -32,7 +33,7 @@ def run(ttrcheck, *args, expect):
     return r
 
 
-def read_safetensors(path):
+def read_safetensors(path, dtypes=("F64",)):
     raw = Path(path).read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8 : 8 + n])
@@ -40,9 +41,10 @@ def read_safetensors(path):
     data = raw[8 + n :]
     tensors = {}
     for name, e in header.items():
-        assert e["dtype"] == "F64", f"{path}: {name} is {e['dtype']}"
+        assert e["dtype"] in dtypes, f"{path}: {name} is {e['dtype']}"
         lo, hi = e["data_offsets"]
-        tensors[name] = (e["shape"], list(struct.unpack(f"<{(hi - lo) // 8}d", data[lo:hi])))
+        size, code = (8, "d") if e["dtype"] == "F64" else (4, "f")
+        tensors[name] = (e["shape"], list(struct.unpack(f"<{(hi - lo) // size}{code}", data[lo:hi])))
     return tensors, meta
 
 
@@ -107,6 +109,23 @@ def main():
             "--report", str(report), "--junit", str(junit), expect=code)
         validate(report_v, report)
         parse_junit(junit, failures=code)
+    # A check whose inputs leave the layer's guaranteed domain (docs/domains.md)
+    # carries a `domain` note: v scaled to 2^17 is beyond fp16's 65504.
+    tensors_in, meta_in = read_safetensors(inputs, dtypes=("F64", "F32"))
+    shape_v, v = tensors_in["v"]
+    tensors_in["v"] = (shape_v, [x * 2.0**17 for x in v])
+    big = work / "big.inputs.safetensors"
+    write_f32_safetensors(big, tensors_in, meta_in)
+    r = subprocess.run([ttrcheck, "check", "--layer", LAYER, "--in", str(big), "--candidate", str(good), "--dtype",
+                        "fp16", "--form", "chunk", "--report", str(work / "domain.json")], capture_output=True, text=True)
+    if r.returncode not in (0, 1):
+        sys.exit(f"check of out-of-domain inputs: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    validate(report_v, work / "domain.json")
+    note = json.loads((work / "domain.json").read_text())["checks"][0]["domain"]
+    assert note["form"] == "chunk" and note["violated"][0]["condition"] == "inputs", note
+    assert note["violated"][0]["value"] == "inf" and note["violated"][0]["limit"] == 65504, note
+    assert "domain: the inputs leave the guaranteed domain" in r.stdout, r.stdout
+
     doc = json.loads((work / "nan.json").read_text())
     o_entry = doc["checks"][0]["tensors"][0]
     assert o_entry["name"] == "o" and o_entry["max_ratio"] == "inf" and o_entry["nan_count"] == 1, o_entry
