@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fmt/format.h>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -30,6 +31,7 @@
 #include "oracles/catalogue.hpp"
 #include "oracles/domain.hpp"
 #include "oracles/registry.hpp"
+#include "oracles/vectors.hpp"
 
 namespace ttr::test {
 namespace {
@@ -323,6 +325,68 @@ TEST(Domain, CheckNotesExactlyTheViolatedConditions) {
   EXPECT_NE(text.find("state = 65536 > 65504 (fp16's largest finite value); output = 131072 > 65504"),
             std::string::npos)
       << text;
+}
+
+}  // namespace
+}  // namespace ttr::test
+
+namespace ttr::test {
+namespace {
+
+// Soundness away from the worst case: the generated cases of the `tiny` and
+// `varlen` suites (optional inputs, decays, initial states, l2norm, several
+// sequences), with v — or k — scaled by the largest power of two that keeps them
+// inside the domain of each form, direction and 16-bit dtype: the exact trace
+// finds no intermediate beyond its format there.
+TEST(Domain, GeneratedCasesAtTheDomainEdgeStayInRange) {
+  int checked = 0, outside = 0;
+  for (const char* name : {"linear_attn", "simple_gla", "gla", "delta_rule", "gated_delta_rule", "kda",
+                           "kaczmarz_delta_rule"}) {
+    const LayerEntry& e = find_layer(name);
+    const LayerDomain& dom = *layer_domain(name);
+    for (const char* suite : {"tiny", "varlen"})
+      for (const VectorCase& c : suite_cases(e.spec, suite))
+        for (Direction dir : {Direction::forward, Direction::backward}) {
+          if (!dom.covers({Form::sequential, dir, Tier::bf16, kChunk})) continue;
+          const TensorMap<double> base = dir == Direction::forward ? generate_inputs(e.spec, c, 3)
+                                                                   : generate_backward_inputs(e.spec, c, 3);
+          const Config cfg = Config::make(e.spec, c.config);
+          const LayerSpec spec = direction_spec(e.spec, dir);
+          for (Form form : e.form_list(dir))
+            for (Tier dtype : {Tier::bf16, Tier::fp16})
+              for (const char* scaled : {"v", "k"}) {
+                const auto at = [&](int exponent) {
+                  TensorMap<double> in = base;
+                  for (double& x : in.at(scaled).data) x = std::ldexp(x, exponent);
+                  return in;
+                };
+                const DomainContext ctx{form, dir, dtype, kChunk};
+                const int inside = last_true(-60, 140, [&](int x) {
+                  const TensorMap<double> in = at(x);
+                  return domain_violations(dom, {spec, in, cfg}, ctx).empty();
+                });
+                const std::string label = fmt::format("{}/{}.{}/{}/{}/{}/{} scaled by 2^{}", name, suite, c.name,
+                                                      form_name(form), tier_name(dtype), direction_name(dir), scaled,
+                                                      inside);
+                if (inside == -60) {  // other inputs (q, do, long sequences) already leave it: nothing to check
+                  ++outside;
+                  continue;
+                }
+                ModelSpec ms;
+                ms.form = form;
+                ms.dtype = dtype;
+                ms.direction = dir;
+                ms.chunk_size = kChunk;
+                const RangeNote note = trace_range(e, at(inside), cfg, ms);
+                EXPECT_FALSE(note.beyond) << label << ": " << note.intermediate << " = " << note.value << " beyond "
+                                          << note.format << " inside the domain";
+                ++checked;
+              }
+        }
+  }
+  std::printf("domain: %d generated cases at the domain's edge, none beyond its format (%d outside at any scale)\n",
+              checked, outside);
+  EXPECT_GT(checked, 200);
 }
 
 }  // namespace
