@@ -1,5 +1,6 @@
-// The guaranteed domain of the delta family's forward forms (delta_rule,
-// gated_delta_rule, kda, kaczmarz_delta_rule): docs/domains.md, "Delta rule".
+// The guaranteed domain of the delta family (delta_rule, gated_delta_rule, kda,
+// kaczmarz_delta_rule): sequential and chunk forward, sequential backward;
+// docs/domains.md, "Delta rule".
 // The state is bounded in norm, not by majorants: the write I − β_t k_t k_tᵀ has
 // spectral norm ρ_t = max(1, β_t‖k_t‖² − 1) (eigenvalues 1 and 1 − β‖k‖²; β ≥ 0),
 // the decay Diag(e^{g}) norm ≤ 1, so
@@ -11,6 +12,7 @@
 // (entries of (I + A)⁻¹ are −β_t k_tᵀ Γ Φ k_s, rows of W are β_t Φᵀ Γ k_t).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "oracles/domains/sequences.hpp"
 
@@ -29,6 +31,9 @@ struct Bounds {
   double C = 0.0;        // the longest chunk (0: sequential)
   double g = 0.0;        // max |g|
   double s = 1.0;        // scale
+  // Backward (sequential adjoint), docs/domains.md "Delta rule, backward".
+  double adjoint = 0.0;  // max_t max((1 + β_t‖k_t‖²) D'_t, scale‖q_t‖)
+  double grads = 0.0;    // the largest gradient term
 };
 
 Bounds bounds(const DomainInputs& in, const DomainContext& c, DeltaStep step) {
@@ -42,7 +47,16 @@ Bounds bounds(const DomainInputs& in, const DomainContext& c, DeltaStep step) {
   b.s = scale_of(in);
   b.g = g ? max_abs(*g) : 0.0;
   b.inputs = std::max({max_abs(q), max_abs(k), max_abs(v), h0 ? max_abs(*h0) : 0.0});
+  const Tensor<double>*d_o = optional(x, "do"), *dht = optional(x, "dht");
+  const bool backward = c.direction == Direction::backward && d_o;
+  if (backward) b.inputs = std::max({b.inputs, max_abs(*d_o), dht ? max_abs(*dht) : 0.0});
+  // Per token, for the backward's reverse pass.
+  struct Token {
+    double B_prev, B, r, delta, kappa, beta, rho, q, do_norm, lq, lk, den;
+  };
+  std::vector<Token> tokens;
   for (const Problem& p : problems(x)) {
+    tokens.clear();
     double B = h0 ? block(*h0, p.n, p.h).l2() : 0.0;
     b.S = std::max(b.S, B);
     const std::int64_t C = chunk_tokens(c, p.eos - p.bos);
@@ -51,6 +65,8 @@ Bounds bounds(const DomainInputs& in, const DomainContext& c, DeltaStep step) {
     for (std::int64_t t = p.bos; t < p.eos; ++t) {
       const Row qt = row(q, p.b, t, p.h), kt = row(k, p.b, t, p.h), vt = row(v, p.b, t, p.h);
       double kk = kt.l2sq(), qq = qt.l2sq();
+      // The L2 norm's backward scales by 1/√(‖x‖² + 1e-6) (reference/family/l2norm_backward.hpp).
+      const double lq = l2 ? 1.0 / std::sqrt(qq + kL2Eps) : 1.0, lk = l2 ? 1.0 / std::sqrt(kk + kL2Eps) : 1.0;
       if (l2) {
         b.energy = std::max({b.energy, kk + kL2Eps, qq + kL2Eps});
         kk /= kk + kL2Eps;
@@ -67,7 +83,11 @@ Bounds bounds(const DomainInputs& in, const DomainContext& c, DeltaStep step) {
       const double r = nu + kappa * B;
       b.R = std::max(b.R, std::max(1.0, bt) * std::max(1.0, kappa) * r);
       b.Delta = std::max(b.Delta, bt * r);
+      const double B_prev = B;
       B = rho * B + bt * kappa * nu;
+      if (backward)
+        tokens.push_back({B_prev, B, r, bt * r, kappa, bt, rho, std::sqrt(qq), row(*d_o, p.b, t, p.h).l2(), lq, lk,
+                          kk + eps});
       b.S = std::max(b.S, B);
       b.q2 = std::max(b.q2, std::sqrt(qq));
       b.kappa = std::max(b.kappa, kappa);
@@ -79,6 +99,34 @@ Bounds bounds(const DomainInputs& in, const DomainContext& c, DeltaStep step) {
         b.pi = std::max(b.pi, chunk_rho);
       }
     }
+    if (!backward) continue;
+    // The adjoint, t = T..1: D'_t = D_t + scale‖q_t‖‖do_t‖ bounds ‖dS‖_F after the
+    // read, (1 + β‖k‖²)D'_t its entries through the read-back, D_{t−1} = ρ_t D'_t.
+    double D = dht ? block(*dht, p.n, p.h).l2() : 0.0;
+    b.adjoint = std::max(b.adjoint, D);
+    for (auto it = tokens.rbegin(); it != tokens.rend(); ++it) {
+      const Token& k = *it;
+      const double Dp = D + b.s * k.q * k.do_norm;
+      const double ddelta = k.kappa * Dp;                 // ‖dδ‖ = ‖dSᵀk‖
+      const double dbeta = ddelta * k.r;                  // ⟨dδ, v − S̄ᵀk⟩
+      const double dk = k.B_prev * k.beta * ddelta + Dp * k.delta;  // S̄ du + dS δ (read and write key)
+      double key_step = 0.0, dbeta_raw = dbeta;
+      if (step.key_energy_step) {
+        // η's gradient dβ̃/(‖k‖² + eps) and the key term 2β̃ dβ̃ k/(‖k‖² + eps), formed as
+        // (2β̃ · dβ̃)/(‖k‖² + eps), then times k_i (reference/kaczmarz_delta_rule/backward.hpp).
+        dbeta_raw = dbeta / k.den;
+        key_step = std::max(2.0 * k.beta, 2.0 * k.beta * dbeta * std::max(1.0, 1.0 / k.den) * std::max(1.0, k.kappa));
+      }
+      const double dk_total = dk + key_step;
+      b.adjoint = std::max({b.adjoint, (1.0 + k.beta * k.kappa * k.kappa) * Dp, b.s * k.q});
+      b.grads = std::max({b.grads, std::max(1.0, b.s) * k.B * k.do_norm,  // dq = scale·S_t do_t
+                          Dp * k.delta, ddelta, dbeta, dbeta_raw, k.beta * ddelta, dk_total, key_step,
+                          k.rho * Dp * k.B_prev,  // dg = Σ dS̄ ⊙ S̄
+                          // the L2 norm's backward: r(dy − y⟨y, dy⟩), ≤ 2r‖dy‖
+                          2.0 * k.lq * b.s * k.B * k.do_norm, 2.0 * k.lk * dk_total});
+      D = k.rho * Dp;
+    }
+    b.adjoint = std::max(b.adjoint, D);
   }
   return b;
 }
@@ -90,12 +138,15 @@ using Measure = double (*)(const Bounds&);
 LayerDomain delta(const LayerSpec& s, DeltaStep step) {
   const bool gated = s.input("g") != nullptr;
   const std::vector<Form> all = {}, chunk = {Form::chunk};
-  const std::vector<Direction> fwd = {Direction::forward};
+  const std::vector<Direction> fwd = {Direction::forward}, both = {}, bwd = {Direction::backward};
   LayerDomain d;
   d.derivation = "docs/domains.md#delta-rule";
+  // The backward's forward sweep recomputes the states and residuals: those
+  // conditions hold in both directions; the output's only forward.
+  std::vector<Direction> dirs = both;
   const auto add = [&](std::string name, std::string bound, std::string covers, std::vector<Form> forms, Held held,
                        Measure f) {
-    d.conditions.push_back({std::move(name), std::move(bound), std::move(covers), std::move(forms), fwd, held,
+    d.conditions.push_back({std::move(name), std::move(bound), std::move(covers), std::move(forms), dirs, held,
                             [f, step](const DomainInputs& in, const DomainContext& c) { return f(bounds(in, c, step)); }});
   };
   add("inputs",
@@ -116,6 +167,7 @@ LayerDomain delta(const LayerSpec& s, DeltaStep step) {
       "S̄ᵀk and its partial sums, v − S̄ᵀk, δ_t = β_t(v_t − S̄ᵀk_t), the write k_t δ_tᵀ (sequential); Δ = U − W S_0 "
       "(chunk)",
       all, Held::stored, [](const Bounds& b) { return b.R; });
+  dirs = fwd;
   add("output", "scale · max_t ‖q_t‖ · max(1, Ŝ + C · max‖k‖ · Δ̂),  Δ̂ = max_t β_t(‖v_t‖ + ‖k_t‖ B_{t−1})",
       "scale·q, o and its partial sums Sᵀ(scale·q) (sequential), the chunk's o after scale (C: the chunk's tokens; "
       "0 for sequential)",
@@ -141,9 +193,21 @@ LayerDomain delta(const LayerSpec& s, DeltaStep step) {
         "the chunk form's cumulative log decay b_t = Σ g over the chunk, held in fp32 (beyond it b = −inf and "
         "b_t − b_s = NaN)",
         chunk, Held::compute, [](const Bounds& b) { return b.C * b.g; });
-  d.gaps.push_back({{}, {Direction::backward},
-                    "backward not derived yet (the adjoint's contraction and the chunk backward's dT, "
-                    "dA = −Tᵀ dT Tᵀ are not bounded in docs/domains.md)"});
+  dirs = bwd;
+  add("state adjoint",
+      "max_t max((1 + β_t‖k_t‖²) D′_t, scale‖q_t‖),  D′_t = D_t + scale‖q_t‖‖do_t‖,  D_{t−1} = ρ_t D′_t,  "
+      "D_T = ‖dht‖_F",
+      "the sequential adjoint dS after the read (dS += scale·q doᵀ) and through the read-back (dS + k duᵀ), dh0",
+      {Form::sequential}, Held::stored, [](const Bounds& b) { return b.adjoint; });
+  add("gradients",
+      "max_t of max(1, scale)B_t‖do_t‖ (dq), D′_tΔ_t (dw), ‖k_t‖D′_t (dδ), ‖k_t‖D′_t(‖v_t‖ + ‖k_t‖B_{t−1}) (dβ), "
+      "B_{t−1}β_t‖k_t‖D′_t + D′_tΔ_t (dk), ρ_t D′_t B_{t−1} (dg); Kaczmarz: dβ/(‖k‖² + eps), "
+      "2β̃ max(1, dβ max(1, 1/(‖k‖² + eps)) max(1, ‖k‖)); use_qk_l2norm: 2/√(‖x‖² + 1e-6) times dq, dk",
+      "every gradient of the sequential adjoint and its partial sums, and the layer's chain rules (read + write "
+      "key, Kaczmarz's step, the L2 norm)",
+      {Form::sequential}, Held::stored, [](const Bounds& b) { return b.grads; });
+  d.gaps.push_back({{Form::chunk}, {Direction::backward},
+                    "chunk backward not derived yet (its dT and dA = −Tᵀ dT Tᵀ are not bounded in docs/domains.md)"});
   return d;
 }
 
