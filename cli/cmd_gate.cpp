@@ -62,7 +62,8 @@ void print_verdicts(const GateResult& r, double threshold) {
 Command add_gate(CLI::App& app) {
   struct Opts {
     GateOptions gate;
-    std::string out = "ttrcheck-gate", criterion = "model", direction = "both";
+    std::string out = "ttrcheck-gate", criterion = "model", direction = "both", inject;
+    std::vector<double> inject_magnitudes;
     bool cuda_only = false, no_cuda = false;
     ShardArgs shard;
   };
@@ -75,8 +76,14 @@ Command add_gate(CLI::App& app) {
   cmd->add_option("--seeds", o->gate.seeds, "seeds per case (default: the suite's)")->check(CLI::Range(1, 100000));
   cmd->add_option("--threads", o->gate.threads, "worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--samples", o->gate.samples, "Monte Carlo arithmetic runs per model")->check(CLI::Range(2, 1000));
-  cmd->add_option("--criterion", o->criterion, "model (error ratios) | fla (relative RMS < 0.005 vs fp32)");
+  cmd->add_option("--criterion", o->criterion, "model (error ratios) | fla (FLA's tests: relative RMS vs fp32 below 0.005 for outputs, 0.008/0.02 for gradients) | fla-ci (FLA's CI: misses below 1 % or 0.3 absolute are warnings)");
   cmd->add_option("--mutant", o->gate.mutant, "run the kernels with a catalogued bug (see `ttrcheck mutants`)");
+  cmd->add_option("--inject", o->inject,
+                  "testing the gate: judge each CPU kernel's outputs with an injected relative error of this shape "
+                  "(scale|noise|chunk-first-row|one-head) at every --inject-magnitudes ε (docs/gate-teeth.md)");
+  cmd->add_option("--inject-magnitudes", o->inject_magnitudes,
+                  "the ε of --inject (default: 0, then 1e-7 … 1 in quarter decades)")
+      ->delimiter(',');
   cmd->add_option("--direction", o->direction,
                   "forward | backward | both (default): the forms of these directions (backward: every gradient "
                   "of the backward forms the registry declares)");
@@ -90,7 +97,13 @@ Command add_gate(CLI::App& app) {
     if (o->cuda_only && o->no_cuda) throw InputError("--cuda-only and --no-cuda exclude each other");
     if (o->criterion == "model") o->gate.criterion = Criterion::model;
     else if (o->criterion == "fla") o->gate.criterion = Criterion::fla;
-    else throw InputError(fmt::format("unknown criterion '{}' (model|fla)", o->criterion));
+    else if (o->criterion == "fla-ci") o->gate.criterion = Criterion::fla_ci;
+    else throw InputError(fmt::format("unknown criterion '{}' (model|fla|fla-ci)", o->criterion));
+    if (!o->inject_magnitudes.empty() && o->inject.empty()) throw InputError("--inject-magnitudes needs --inject");
+    if (!o->inject.empty()) {
+      o->gate.inject = parse_inject_shape(o->inject);
+      o->gate.inject_magnitudes = o->inject_magnitudes.empty() ? default_inject_magnitudes() : o->inject_magnitudes;
+    }
     if (o->direction == "both") o->gate.directions = {Direction::forward, Direction::backward};
     else if (o->direction == "forward") o->gate.directions = {Direction::forward};
     else if (o->direction == "backward") o->gate.directions = {Direction::backward};
@@ -122,6 +135,7 @@ Command add_gate(CLI::App& app) {
     else if (o->direction == "backward") cuda_line = "skipped: the device kernels are forward only";
     else if (o->gate.criterion != Criterion::model) cuda_line = "skipped: runs under the model criterion only";
     else if (!o->gate.mutant.empty()) cuda_line = "skipped: mutants are planted in the CPU kernels";
+    else if (!o->inject.empty()) cuda_line = "skipped: errors are injected into the CPU kernels' outputs";
     else {
       GateOptions g = o->gate;
       g.backend = Backend::cuda;
@@ -130,7 +144,8 @@ Command add_gate(CLI::App& app) {
     }
     const double threshold = o->gate.criterion == Criterion::model ? kRatioThreshold : 1.0;
     fmt::print("gate: suite {}, criterion {}, direction {}{}{}\n\n", o->gate.suite, o->criterion, o->direction,
-               o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant,
+               (o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant) +
+                   (o->inject.empty() ? "" : ", injected " + o->inject),
                o->gate.shard.sharded() ? ", shard " + o->gate.shard.text() : "");
     if (!o->cuda_only) print_verdicts(r, threshold);
     fmt::print("\ncuda target (gpu/ kernels, chunk size 64): {}\n", cuda_line);
@@ -148,6 +163,7 @@ Command add_gate(CLI::App& app) {
                                   {"seeds", o->gate.seeds},   {"samples", o->gate.samples},
                                   {"criterion", o->criterion}, {"mutant", o->gate.mutant},
                                   {"direction", o->direction},
+                                  {"inject", o->inject}, {"inject_magnitudes", o->gate.inject_magnitudes},
                                   {"strict_range", o->gate.strict_range},
                                   {"cpu", o->cuda_only ? "skipped: --cuda-only" : "ran"},
                                   {"cuda", rc.skipped.empty() && !cuda_line.starts_with("skipped") ? "ran" : cuda_line}};

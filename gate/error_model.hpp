@@ -58,8 +58,12 @@ double unit_roundoff(Tier dtype);
 double max_finite(Tier dtype);
 
 // Where a row sits: (b, t, h) for per-token outputs, (b, -1, h) for state blocks.
+// Varlen inputs (cu_seqlens, B = 1): also the sequence a packed token t belongs to
+// and its index in it (for a state row [N, H, …], the sequence is b and token -1);
+// -1 when the inputs are not varlen.
 struct Location {
   std::int64_t b = 0, t = -1, h = 0;
+  std::int64_t sequence = -1, token = -1;
 };
 
 // How an output tensor splits into rows, from its spec dims.

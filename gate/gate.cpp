@@ -64,10 +64,24 @@ std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const
     ms.chunk_size = u.c.chunk_size;
     ms.samples = opt.samples;
     ms.seed = u.seed;
-    GateCheck& g = out.emplace_back();
-    g.id = fmt::format("{}/{}/{}/{}/{}{}", spec.name, form_name(form), tier_name(dtype), u.c.name, u.seed,
-                       backward ? "/backward" : "");
-    g.result = opt.criterion == Criterion::fla ? judge.fla(cand, ms) : judge(cand, ms);
+    const std::string id = fmt::format("{}/{}/{}/{}/{}{}", spec.name, form_name(form), tier_name(dtype), u.c.name,
+                                       u.seed, backward ? "/backward" : "");
+    auto verdict = [&](const TensorMap<double>& c) {
+      return opt.criterion == Criterion::model ? judge(c, ms) : judge.fla(c, ms, opt.criterion);
+    };
+    if (opt.inject_magnitudes.empty()) {
+      GateCheck& g = out.emplace_back();
+      g.id = id;
+      g.result = verdict(cand);
+      continue;
+    }
+    for (const double eps : opt.inject_magnitudes) {  // the same kernel outputs at every ε
+      TensorMap<double> c = cand;
+      inject_error(c, judge.spec().outputs, opt.inject, eps, u.c.chunk_size, u.seed);
+      GateCheck& g = out.emplace_back();
+      g.id = fmt::format("{}/inject={}@{:.4g}", id, inject_shape_name(opt.inject), eps);
+      g.result = verdict(c);
+    }
   }
   return out;
 }
@@ -139,6 +153,10 @@ void validate_gate_options(const GateOptions& opt) {
       throw InputError(fmt::format("suite '{}' has no case '{}'", opt.suite, name));
   for (const auto& name : opt.layers) find_layer(name);
   if (!opt.mutant.empty()) parse_mutant(opt.mutant);
+  if (!opt.mutant.empty() && !opt.inject_magnitudes.empty())
+    throw InputError("--inject and --mutant exclude each other (an injection measures a correct kernel)");
+  for (const double eps : opt.inject_magnitudes)
+    if (!(eps >= 0.0 && eps <= 1e6)) throw InputError(fmt::format("--inject-magnitudes: {} is not in [0, 1e6]", eps));
   if (opt.directions.empty()) throw InputError("the gate needs a direction (forward, backward or both)");
 }
 
@@ -148,6 +166,7 @@ GateResult run_gate(const GateOptions& opt) {
   if (opt.backend != Backend::cpu) {
     if (opt.criterion != Criterion::model) throw InputError("the device kernels run under the model criterion only");
     if (!opt.mutant.empty()) throw InputError("mutants are planted in the CPU kernels, not the device's");
+    if (!opt.inject_magnitudes.empty()) throw InputError("errors are injected into the CPU kernels' outputs only");
     const device::Status st = device::status();
     if (!st.usable()) {
       result.skipped = st.reason();
@@ -180,7 +199,7 @@ GateResult run_gate(const GateOptions& opt) {
           if (form != Form::sequential && (opt.forms.empty() ? sweeps_by_default(form)
                                                              : std::count(opt.forms.begin(), opt.forms.end(), form) > 0))
             for (Tier t : {Tier::bf16, Tier::fp32}) kernels.emplace_back(form, t);
-        expected = kernels.size();
+        expected = kernels.size() * std::max<std::size_t>(1, opt.inject_magnitudes.size());
       } else if (dir == Direction::forward) {
         expected = 2 * e.kernel_list(opt.backend).size();  // × bf16, fp32
       }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "gate/inject.hpp"
 #include "gate/judge.hpp"
 #include "gate/shard.hpp"
 #include "oracles/vectors.hpp"
@@ -44,6 +45,10 @@ struct GateOptions {
   int samples = 8;                      // Monte Carlo arithmetic runs of the model
   Criterion criterion = Criterion::model;
   std::string mutant;                   // run the kernels under this mutant (testing the gate)
+  // Testing the gate: judge each CPU kernel's outputs once per magnitude with an
+  // injected error of this shape (gate/inject.hpp); empty magnitudes: no injection.
+  InjectShape inject = InjectShape::scale;
+  std::vector<double> inject_magnitudes;
   bool fail_fast = false;               // stop scheduling work after the first failed check
   Shard shard;                          // run only this shard's units (unit k: shard k mod N)
   bool strict_range = false;            // range findings fail (docs/error-model.md, "Range findings")

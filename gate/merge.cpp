@@ -62,6 +62,10 @@ Location location(const json& v) {
   l.b = v.at("b").get<std::int64_t>();
   l.t = v.at("t").is_null() ? -1 : v.at("t").get<std::int64_t>();
   l.h = v.at("h").get<std::int64_t>();
+  if (v.contains("sequence")) {  // varlen
+    l.sequence = v.at("sequence").get<std::int64_t>();
+    l.token = v.at("token").is_null() ? -1 : v.at("token").get<std::int64_t>();
+  }
   return l;
 }
 

@@ -22,12 +22,20 @@ namespace {
 using nlohmann::json;
 
 json location_json(const Location& l) {
-  return {{"b", l.b}, {"t", l.t < 0 ? json(nullptr) : json(l.t)}, {"h", l.h}};
+  json j = {{"b", l.b}, {"t", l.t < 0 ? json(nullptr) : json(l.t)}, {"h", l.h}};
+  if (l.sequence >= 0) {  // varlen
+    j["sequence"] = l.sequence;
+    j["token"] = l.token < 0 ? json(nullptr) : json(l.token);
+  }
+  return j;
 }
 
-// "(0,4,1)"; a state row has no token: "(0,-,1)".
+// "(0,4,1)"; a state row has no token: "(0,-,1)". Varlen: "(0,104,1) seq 2 t 4",
+// "(2,-,1) seq 2".
 std::string location_str(const Location& l) {
-  return l.t < 0 ? fmt::format("({},-,{})", l.b, l.h) : fmt::format("({},{},{})", l.b, l.t, l.h);
+  std::string s = l.t < 0 ? fmt::format("({},-,{})", l.b, l.h) : fmt::format("({},{},{})", l.b, l.t, l.h);
+  if (l.sequence >= 0) s += l.token >= 0 ? fmt::format(" seq {} t {}", l.sequence, l.token) : fmt::format(" seq {}", l.sequence);
+  return s;
 }
 
 std::string ratio_str(double r) {
