@@ -9,6 +9,7 @@
 #include "oracles/layers/adapter.hpp"
 #include "reference/gka/backward.hpp"
 #include "reference/gka/chunk.hpp"
+#include "reference/gka/chunk_backward.hpp"
 #include "oracles/error.hpp"
 #include "reference/gka/sequential.hpp"
 
@@ -50,6 +51,47 @@ struct gka {
               if (!std::isfinite(scalar_traits<T>::lower(e)) || !std::isfinite(scalar_traits<T>::upper(e)))
                 throw std::runtime_error("a gradient's enclosure is unbounded");
     });
+    emit_grads(in, cfg, g, out);
+  }
+
+  // The chunkwise form (GKA §4.2) under arithmetic policy P, chunks of opt.chunk_size tokens.
+  template <class P>
+  static void chunk(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions& opt,
+                    TensorMap<typename P::acc>& out) {
+    using T = typename P::acc;
+    run(policy_inputs<P>(in), cfg, out, [&](const GkaInputs<T>& gi, const GkaOptions& o, const T& scale, GkaOutputs<T>& r) {
+      gka_chunk<P>(gi, o, scale, opt.chunk_size, r);
+    });
+  }
+
+  // The chunkwise backward (reference/gka/chunk_backward.hpp) under arithmetic policy
+  // P: the chunk form's adjoint, chunk by chunk from the last, the Chebyshev solve by
+  // GKA Alg. 2 as derived for all tokens of a chunk at once, with the gradient
+  // through λ_t = a‖H_t‖_F by eq. (5)'s adjoint. Not yet declared in layers.def
+  // (TTR_FORM(gka, chunk, backward)): its gate checks and their time have not been
+  // measured (docs/gradients.md, "GKA's chunk backward").
+  template <class P>
+  static void chunk_backward(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
+                             TensorMap<typename P::acc>& out) {
+    using T = typename P::acc;
+    const TensorMap<T> in = policy_inputs<P>(raw);
+    const GkaOptions o = gka_options(cfg);
+    const QK<T> qk = qk_of(in, cfg);
+    const GkaInputs<T> gi{qk.q, qk.k, in.at("v"), in.at("g"), optional_input(in, "beta"), optional_input(in, "alpha"),
+                          optional_input(in, "h0"), optional_input(in, "hkk0")};
+    GkaGrads<T> g;
+    certifiable_or_refuse<T>(cfg, [&] {
+      gka_chunk_backward<P>(gi, o, scale_of(cfg, qk.q), opt.chunk_size,
+                            GkaCotangents<T>{in.at("do"), optional_input(in, "dht"), optional_input(in, "dhkk")}, g);
+    });
+    emit_grads(in, cfg, g, out);
+  }
+
+ private:
+  // The gradients by name: the L2 norm of q and k chained (qk_backward), the
+  // optional inputs' gradients where the inputs were given.
+  template <class T>
+  static void emit_grads(const TensorMap<T>& in, const Config& cfg, GkaGrads<T>& g, TensorMap<T>& out) {
     qk_backward(in, cfg, g.dq, g.dk);
     out["dq"] = std::move(g.dq), out["dk"] = std::move(g.dk), out["dv"] = std::move(g.dv), out["dg"] = std::move(g.dg);
     put_if_given(in, "beta", out, std::move(g.dbeta));
@@ -74,17 +116,6 @@ struct gka {
     put_if_given(in, "hkk0", out, std::move(g.dhkk0));
   }
 
-  // The chunkwise form (GKA §4.2) under arithmetic policy P, chunks of opt.chunk_size tokens.
-  template <class P>
-  static void chunk(const TensorMap<typename P::acc>& in, const Config& cfg, const FormOptions& opt,
-                    TensorMap<typename P::acc>& out) {
-    using T = typename P::acc;
-    run(policy_inputs<P>(in), cfg, out, [&](const GkaInputs<T>& gi, const GkaOptions& o, const T& scale, GkaOutputs<T>& r) {
-      gka_chunk<P>(gi, o, scale, opt.chunk_size, r);
-    });
-  }
-
- private:
   // CG divides by ‖r_i‖² and p_iᵀAp_i and branches on them (rr ≠ 0, pᵀAp = 0). In
   // interval arithmetic every CG step widens the enclosures (the dependency
   // problem: the same r_i, p_i enter numerators and divisors), so on all but short
