@@ -108,7 +108,9 @@ void write_shard(const Study& s, const Options& opt, const Plan& plan, std::uint
   io::write_text_atomic(dir / kShardFile, dump_json(doc));
 }
 
-Merged merge_shards(const std::vector<std::string>& dirs, const std::string& out) {
+namespace {
+
+Merged merge_checked(const std::vector<std::string>& dirs, const std::string& out) {
   struct Loaded {
     std::string dir;
     nlohmann::json doc;
@@ -130,6 +132,7 @@ Merged merge_shards(const std::vector<std::string>& dirs, const std::string& out
   const nlohmann::json& first = shards.front().doc;
   const std::uint64_t count = first["shard"]["count"].get<std::uint64_t>();
   std::set<std::uint64_t> seen;
+  if (count == 0) throw InputError(fmt::format("{}: shard count 0", shards.front().dir));
   for (const Loaded& l : shards) {
     if (l.doc["run"] != first["run"])
       throw InputError(fmt::format("{}: a shard of another run than {} (study, seed, variant, tool version, "
@@ -138,6 +141,7 @@ Merged merge_shards(const std::vector<std::string>& dirs, const std::string& out
     const std::uint64_t c = l.doc["shard"]["count"].get<std::uint64_t>(), i = l.doc["shard"]["index"].get<std::uint64_t>();
     if (c != count)
       throw InputError(fmt::format("{}: shard {}/{}, but {} is one of {}", l.dir, i, c, shards.front().dir, count));
+    if (i >= c) throw InputError(fmt::format("{}: shard index {} of {}", l.dir, i, c));
     if (!seen.insert(i).second) throw InputError(fmt::format("{}: shard {}/{} given twice", l.dir, i, c));
   }
   for (std::uint64_t i = 0; i < count; ++i)
@@ -177,6 +181,16 @@ Merged merge_shards(const std::vector<std::string>& dirs, const std::string& out
   m.shards = shards.size();
   write_result(m.result, out);
   return m;
+}
+
+}  // namespace
+
+Merged merge_shards(const std::vector<std::string>& dirs, const std::string& out) {
+  try {
+    return merge_checked(dirs, out);
+  } catch (const nlohmann::json::exception& e) {  // a field missing or of another type
+    throw InputError(fmt::format("merge: a study-shard.json is malformed ({})", e.what()));
+  }
 }
 
 }  // namespace ttr::study
