@@ -1,5 +1,5 @@
 // `ttrcheck merge`: the outputs of the shards of one run (`--shard i/N` on gate,
-// fuzz and vectors; gate/shard.hpp) joined into what the unsharded run writes,
+// fuzz, vectors and study; gate/shard.hpp) joined into what the unsharded run writes,
 // or baselines recorded from shard reports joined into one (docs/scale-out.md).
 // What is merged follows from the inputs: directories holding report.json (gate),
 // campaign.json (fuzz) or manifest.json (vectors), or baseline files. Exit 0, or 2
@@ -14,20 +14,21 @@
 #include "fuzz/merge.hpp"
 #include "gate/merge.hpp"
 #include "oracles/error.hpp"
+#include "study/study.hpp"
 
 namespace ttr::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-// What a shard directory holds: "fuzz", "gate" or "vectors".
+// What a shard directory holds: "fuzz", "gate", "vectors" or "study".
 std::string kind_of(const fs::path& dir) {
   std::error_code ec;
   for (const auto& [file, kind] : {std::pair{"campaign.json", "fuzz"}, std::pair{"report.json", "gate"},
-                                   std::pair{"manifest.json", "vectors"}})
+                                   std::pair{"manifest.json", "vectors"}, std::pair{study::kShardFile, "study"}})
     if (fs::is_regular_file(dir / file, ec)) return kind;
-  throw InputError(fmt::format("{}: holds no report.json, campaign.json or manifest.json (not a shard's output)",
-                               dir.string()));
+  throw InputError(fmt::format("{}: holds no report.json, campaign.json, manifest.json or {} (not a shard's output)",
+                               dir.string(), study::kShardFile));
 }
 
 }  // namespace
@@ -41,7 +42,7 @@ Command add_merge(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "merge", "join the outputs of the shards of one run (gate reports, fuzz findings, vectors) or baselines");
   cmd->add_option("inputs", o->inputs,
-                  "shard output directories (gate --out, fuzz --out, vectors --out), or baseline files")
+                  "shard output directories (gate --out, fuzz --out, vectors --out, study --out), or baseline files")
       ->required();
   cmd->add_option("--out", o->out, "merged output: a new (or empty) directory, or a baseline file")->required();
   return [o]() {
@@ -72,6 +73,13 @@ Command add_merge(CLI::App& app) {
                                        in.front().string(), kind));
       if (kind == "gate") line = merge::merge_gate(in, o->out);
       else if (kind == "fuzz") line = fuzz::merge_campaigns(in, o->out);
+      else if (kind == "study") {
+        const study::Merged m = study::merge_shards(o->inputs, o->out);
+        line = fmt::format("merged {} shards of study {} ({} cases) into {}: study.json, summary.md and {} CSV "
+                           "file(s); verdict: {}; draw the figures with `ttrcheck-plot study {}`",
+                           m.shards, m.result.study->name, m.result.cases, o->out, m.result.tables.size(),
+                           m.result.pass ? "PASS" : "FAIL (a theorem disagrees with the measurement)", o->out);
+      }
       else line = merge::merge_vectors(in, o->out);
     }
     fmt::print("{}\n", line);

@@ -3,6 +3,9 @@
 // the plotting script when python3 and matplotlib are there (one line saying so
 // when they are not: the numbers never depend on Python). Exit 0 when no theorem
 // the study tests disagrees with the measurement, 1 when one does, 2 for bad usage.
+// With --shard i/N (or a scheduler's array index, gate/shard.hpp) it runs cases
+// k ≡ i (mod N) only and writes study-shard.json; `ttrcheck merge` joins the shards
+// into the unsharded files (study/shard.cpp) and assesses the claims there.
 #include <chrono>
 #include <cstdio>
 #include <fmt/format.h>
@@ -22,6 +25,7 @@ Command add_study(CLI::App& app) {
     bool list = false, quick = false, no_plots = false;
     std::uint64_t seed = 0;
     int threads = 0;
+    ShardArgs shard;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("study", "precision studies: reproduce the papers' numerical claims and sweep "
@@ -34,6 +38,7 @@ Command add_study(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "worker threads (default: hardware concurrency; results do not depend on it)")
       ->check(CLI::Range(0, 4096));
   cmd->add_flag("--no-plots", o->no_plots, "write the data and summary.md only; do not run the plotting script");
+  add_shard_options(*cmd, o->shard);
   return [o]() {
     if (o->list) {
       if (!o->name.empty()) throw InputError("study --list takes no study name");
@@ -45,6 +50,7 @@ Command add_study(CLI::App& app) {
     if (o->out.empty()) throw InputError("study: --out DIR is required");
     const study::Study& s = study::find_study(o->name);
     check_outputs({}, {}, {{"--out", o->out}});
+    const Shard shard = o->shard.resolve();
 
     study::Options opt;
     opt.quick = o->quick;
@@ -60,6 +66,20 @@ Command add_study(CLI::App& app) {
         fmt::print(stderr, "study {}: {}/{} cases, {:.1f} s ({})\n", s.name, done, total, seconds(), id);
       std::fflush(stderr);
     };
+    if (shard.sharded()) {
+      const study::Plan plan = s.plan(opt);
+      const std::vector<study::Rows> rows =
+          study::run_cases(plan, opt, [&](std::size_t k) { return shard.owns(k); });
+      if (tty) fmt::print(stderr, "\n");
+      study::write_shard(s, opt, plan, shard.index, shard.count, shard.source, rows, o->out);
+      std::size_t mine = 0;
+      for (std::size_t k = 0; k < plan.cases.size(); ++k) mine += shard.owns(k);
+      fmt::print("study {}{} seed {}, shard {}: {} of {} cases in {:.1f} s; wrote {}/{} (join the shards with "
+                 "`ttrcheck merge DIR... --out DIR`)\n",
+                 s.name, o->quick ? " (quick)" : "", o->seed, shard.text(), mine, plan.cases.size(), seconds(), o->out,
+                 study::kShardFile);
+      return 0;
+    }
     const study::Result r = study::run_study(s, opt);
     if (tty) fmt::print(stderr, "\n");
     study::write_result(r, o->out);

@@ -72,16 +72,10 @@ std::uint64_t case_seed(std::uint64_t seed, const std::string& case_id) {
   return z ^ (z >> 31);
 }
 
-Result run_study(const Study& s, const Options& opt) {
-  Plan plan = s.plan(opt);
-  Result r;
-  r.study = &s;
-  r.options = opt;
-  r.config = plan.config;
-  r.figures = plan.figures;
-  r.cases = plan.cases.size();
-  for (const TableSpec& t : plan.tables) r.tables[t.name].spec = t;
-
+std::vector<Rows> run_cases(const Plan& plan, const Options& opt, const std::function<bool(std::size_t)>& owns) {
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < plan.cases.size(); ++i)
+    if (!owns || owns(i)) mine.push_back(i);
   // Cases on threads, results kept per case and joined in plan order.
   std::vector<Rows> out(plan.cases.size());
   std::atomic<std::size_t> next{0};
@@ -90,23 +84,24 @@ Result run_study(const Study& s, const Options& opt) {
   std::exception_ptr failure;
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned n = std::min<std::size_t>(opt.threads > 0 ? static_cast<unsigned>(opt.threads) : hw,
-                                           std::max<std::size_t>(1, plan.cases.size()));
+                                           std::max<std::size_t>(1, mine.size()));
   auto worker = [&] {
     // The cases already fill the cores: their oracles and models run on the
     // worker's thread alone (oracles/slices.hpp), not a nested team per case.
     const SliceThreadsScope inner(n > 1 ? 1 : 0);
-    for (std::size_t i; (i = next++) < plan.cases.size();) {
+    for (std::size_t j; (j = next++) < mine.size();) {
+      const std::size_t i = mine[j];
       try {
         out[i] = plan.cases[i].run(case_seed(opt.seed, plan.cases[i].id));
       } catch (...) {
         const std::lock_guard<std::mutex> lock(mu);
         if (!failure) failure = std::current_exception();
-        next = plan.cases.size();
+        next = mine.size();
         return;
       }
       const std::lock_guard<std::mutex> lock(mu);
       ++done;
-      if (opt.progress) opt.progress(done, plan.cases.size(), plan.cases[i].id);
+      if (opt.progress) opt.progress(done, mine.size(), plan.cases[i].id);
     }
   };
   std::vector<std::thread> pool;
@@ -114,9 +109,19 @@ Result run_study(const Study& s, const Options& opt) {
   worker();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+  return out;
+}
 
-  for (std::size_t i = 0; i < out.size(); ++i)
-    for (auto& [name, rows] : out[i]) {
+Result assemble(const Study& s, const Options& opt, const Plan& plan, std::vector<Rows> case_rows) {
+  Result r;
+  r.study = &s;
+  r.options = opt;
+  r.config = plan.config;
+  r.figures = plan.figures;
+  r.cases = plan.cases.size();
+  for (const TableSpec& t : plan.tables) r.tables[t.name].spec = t;
+  for (std::size_t i = 0; i < case_rows.size(); ++i)
+    for (auto& [name, rows] : case_rows[i]) {
       auto it = r.tables.find(name);
       if (it == r.tables.end())
         throw std::logic_error(fmt::format("study {}: case {} wrote undeclared table {}", s.name, plan.cases[i].id, name));
@@ -132,6 +137,11 @@ Result run_study(const Study& s, const Options& opt) {
     if (c.theorem && c.verdict == Verdict::disagrees) r.pass = false;
   r.conclusion = plan.conclusion ? plan.conclusion(r.tables, r.claims) : std::string{};
   return r;
+}
+
+Result run_study(const Study& s, const Options& opt) {
+  const Plan plan = s.plan(opt);
+  return assemble(s, opt, plan, run_cases(plan, opt));
 }
 
 }  // namespace ttr::study

@@ -138,6 +138,31 @@ std::uint64_t case_seed(std::uint64_t seed, const std::string& case_id);
 // Runs the plan's cases (on threads; rows in plan order) and assesses them.
 Result run_study(const Study& s, const Options& opt);
 
+// The two halves of run_study, for sharding (study/shard.cpp). run_cases runs the
+// cases k with owns(k) (all when owns is empty) on threads and returns every
+// case's rows by plan index (cases not owned: empty). assemble joins the rows of
+// all cases in plan order and assesses them: run_study = assemble ∘ run_cases.
+std::vector<Rows> run_cases(const Plan& plan, const Options& opt,
+                            const std::function<bool(std::size_t)>& owns = {});
+Result assemble(const Study& s, const Options& opt, const Plan& plan, std::vector<Rows> case_rows);
+
+// Sharding (docs/studies.md, "Sharding"): shard i of N runs the cases k with
+// k mod N = i and writes them to `dir`/study-shard.json (atomically): the
+// study, seed, variant, tool version, the plan's configuration and case ids, and
+// each case's rows with every cell spelled exactly (shortest round-trip decimals).
+// merge_shards reads the shard files of one run (InputError, nothing written,
+// when they do not belong together, a shard is given twice or one is missing),
+// joins the rows in plan order and writes what the unsharded run writes
+// (write_result): byte-identical files whatever N and the split.
+void write_shard(const Study& s, const Options& opt, const Plan& plan, std::uint64_t index, std::uint64_t count,
+                 const std::string& source, const std::vector<Rows>& case_rows, const std::string& dir);
+struct Merged {
+  Result result;
+  std::size_t shards = 0;
+};
+Merged merge_shards(const std::vector<std::string>& dirs, const std::string& out);
+inline constexpr const char* kShardFile = "study-shard.json";
+
 // The files of a result in `dir` (created): <table>.csv, study.json, summary.md.
 // Each written atomically. Returns the paths written.
 std::vector<std::string> write_result(const Result& r, const std::string& dir);

@@ -12,21 +12,35 @@
 // bf16 input narrowed to bf16 is unchanged), and perturbing it would model
 // errors a kernel does not make.
 //
-// Elementwise functions (exp, log, sqrt) are the exception to independent draws:
-// a kernel that evaluates exp at the same argument twice gets the same rounded
-// value twice (rounding is a function of the exact value), so their perturbation
-// is a hash of (run, function, argument) rather than the next draw. It matters
-// where arguments repeat: with a gate constant over the sequence (g_t = −0.01)
-// a bf16 kernel rounds e^{g} the same way at every token, and the error of the
-// state's geometric memory (~1/(1 − e^{g}) tokens) grows coherently, linearly in
-// that memory; independent draws average it away like a random walk, and a
-// correct bf16 sequential simple_gla backward was judged at ratio 10.6 on dg
-// (sweep-decay at δ = 0.01; docs/error-model.md, "Elementwise functions").
+// One rounding per (operation, operands) within a run. A kernel's rounding is a
+// function of the exact result, so a kernel that performs the same operation on
+// the same operands twice gets the same rounded value twice; the model's
+// perturbation of every operation result is therefore a hash of (the run's key,
+// the operation, the operands' bits), and of every narrowed value a hash of
+// (the run's key, the value's bits), rather than the next draw of a stream. At
+// distinct operands the hashes are independent draws, as before; where operands
+// repeat, the model's rounding errors add up coherently where a kernel's do:
 //
-// The perturbation stream is thread-local, seeded explicitly (mca_seed), and
-// drawn in program order: the same seed gives bit-identical runs. Operations
-// in double add a relative 2^-53 of their own, negligible against the u_op of
-// fp32 (2^-24) and bf16 (2^-8) that the model is used with.
+//  * elementwise functions at a repeated argument: with a gate constant over the
+//    sequence (g_t = −0.01) a bf16 kernel rounds e^{g} the same way at every
+//    token, and the error of the state's geometric memory (~1/(1 − e^{g}) tokens)
+//    grows linearly in that memory; independent draws average it away like a
+//    random walk, and a correct bf16 sequential simple_gla backward was judged at
+//    ratio 10.6 on dg (sweep-decay at δ = 0.01; docs/error-model.md, "Elementwise
+//    functions"). This was the first case, keyed alone at first;
+//  * arithmetic on repeated operands: KLA-K's whole-sequence scan with p̄ = 0 has a
+//    gate f_t = ā/ā² that is the same quotient at every token, and its Blelloch
+//    tree composes identical leaves into identical nodes (f², f⁴, … formed once per
+//    node, each the same product of the same operands), so the kernel's error of
+//    the cumulative gate f^t is a sum of t coherent roundings, ~t·u, where the
+//    independent draws gave ~√t·u: a correct fp32 `scan` was judged at ratio 11.4
+//    at T ≈ 250, ā = 0.75–0.8 (study kla-precision-growth; docs/error-model.md,
+//    "Repeated operands").
+//
+// The run's key is seeded explicitly (mca_seed): the same seed gives bit-identical
+// runs, whatever the order of the operations. Operations in double add a relative
+// 2^-53 of their own, negligible against the u_op of fp32 (2^-24) and bf16 (2^-8)
+// that the model is used with.
 #pragma once
 
 #include <cmath>
@@ -77,14 +91,13 @@ struct McaContext {
   double u_op = 0.0;     // relative perturbation bound of every arithmetic result
   double u_store = 0.0;  // ... of every value the policy narrows (storage, operands)
   McaFormat op_format = McaFormat::any, store_format = McaFormat::any;
-  std::uint64_t s[2] = {0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull};
   // Range trace: when on, every operation result is compared with op_max and
   // every narrowed value with store_max (the formats' largest finite values),
   // and the first one beyond is kept. Off: one predictable branch per operation.
   bool trace_range = false;
   double op_max = 0.0, store_max = 0.0;
   McaRangeEvent first_beyond;
-  std::uint64_t key = 0;  // of the run: the elementwise functions' value-keyed perturbations
+  std::uint64_t key = 0;  // of the run: every perturbation is a hash of it, the operation and the operands
 };
 
 inline McaContext& mca_context() {
@@ -92,21 +105,41 @@ inline McaContext& mca_context() {
   return c;
 }
 
-// Seeds the thread's stream (splitmix64 of the seed, so nearby seeds give
-// unrelated streams) and sets the two unit roundoffs.
+// splitmix64's finaliser: a bijection of 64-bit words whose outputs at nearby
+// inputs are unrelated.
+inline std::uint64_t mca_mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+inline std::uint64_t mca_bits(double x) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// Seeds the thread's run key (splitmix64 of the seed, so nearby seeds give
+// unrelated runs) and sets the two unit roundoffs.
 inline void mca_seed(std::uint64_t seed, double u_op, McaFormat op_format, double u_store, McaFormat store_format) {
   McaContext& c = mca_context();
   c.u_op = u_op;
   c.u_store = u_store;
   c.op_format = op_format;
   c.store_format = store_format;
-  for (auto& w : c.s) {
-    std::uint64_t z = (seed += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    w = z ^ (z >> 31);
-  }
-  c.key = c.s[0] ^ (c.s[1] * 0xD6E8FEB86659FD93ull);
+  c.key = mca_mix(seed + 0x9E3779B97F4A7C15ull) ^ (mca_mix(seed + 2 * 0x9E3779B97F4A7C15ull) * 0xD6E8FEB86659FD93ull);
+}
+
+// The key of one rounding: (the run, the operation's tag, its operands' bits).
+// Commutative operations (+, *) pass their operands in either order: a kernel's
+// a + b and b + a round alike.
+inline std::uint64_t mca_key(std::uint64_t tag, double a, double b = 0.0) {
+  const McaContext& c = mca_context();
+  return mca_mix(c.key ^ (tag * 0x9E3779B97F4A7C15ull) ^ mca_mix(mca_bits(a) ^ mca_mix(mca_bits(b) + tag)));
+}
+inline std::uint64_t mca_key_commutative(std::uint64_t tag, double a, double b) {
+  const std::uint64_t x = mca_bits(a), y = mca_bits(b);
+  return x <= y ? mca_key(tag, a, b) : mca_key(tag, b, a);
 }
 
 // The format's smallest normal number: below it the format's numbers are
@@ -125,33 +158,13 @@ inline double mca_min_normal(McaFormat f) {
   }
 }
 
-// x·(1 + u·ξ), ξ uniform in [−1, 1) from xoroshiro128+, or x + u·ξ·min_normal in
-// the format's subnormal range (above); zeros, non-finite values and values
-// representable in the format are left alone (rounding to nearest does not move
-// them).
-//
-// keyed (the elementwise functions): ξ is instead a hash of (the run's key, `tag`,
-// the argument's bits), so equal arguments get equal perturbations within a run;
-// the stream is still advanced, so every other operation draws what it drew before.
-inline double mca_perturb(double x, double u, McaFormat f, const double* keyed_arg = nullptr,
-                          std::uint64_t tag = 0) {
+// x·(1 + u·ξ), ξ uniform in [−1, 1) from the rounding's key (mca_key), or
+// x + u·ξ·min_normal in the format's subnormal range (above); zeros, non-finite
+// values and values representable in the format are left alone (rounding to
+// nearest does not move them).
+inline double mca_perturb(double x, double u, McaFormat f, std::uint64_t key) {
   if (u == 0.0 || x == 0.0 || !std::isfinite(x) || mca_representable(x, f)) return x;
-  McaContext& c = mca_context();
-  const std::uint64_t s0 = c.s[0];
-  std::uint64_t s1 = c.s[1];
-  std::uint64_t r = s0 + s1;
-  s1 ^= s0;
-  c.s[0] = ((s0 << 24) | (s0 >> 40)) ^ s1 ^ (s1 << 16);
-  c.s[1] = (s1 << 37) | (s1 >> 27);
-  if (keyed_arg) {  // splitmix64 of (key, tag, argument)
-    std::uint64_t bits;
-    std::memcpy(&bits, keyed_arg, sizeof bits);
-    std::uint64_t z = c.key ^ (tag * 0x9E3779B97F4A7C15ull) ^ (bits * 0xBF58476D1CE4E5B9ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    r = z ^ (z >> 31);
-  }
-  const double xi = static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0;  // [−1, 1)
+  const double xi = static_cast<double>(key >> 11) * 0x1.0p-52 - 1.0;  // [−1, 1)
   const double m = mca_min_normal(f);
   if (std::fabs(x) < m) return x + u * xi * m;
   return x * (1.0 + u * xi);
@@ -163,11 +176,13 @@ class McaReal {
   explicit McaReal(double x) : v_(x) {}
   double value() const { return v_; }
 
-  friend McaReal operator+(McaReal a, McaReal b) { return op(a.v_ + b.v_, "+"); }
-  friend McaReal operator-(McaReal a, McaReal b) { return op(a.v_ - b.v_, "-"); }
-  friend McaReal operator*(McaReal a, McaReal b) { return op(a.v_ * b.v_, "*"); }
+  friend McaReal operator+(McaReal a, McaReal b) { return op(a.v_ + b.v_, "+", mca_key_commutative(4, a.v_, b.v_)); }
+  friend McaReal operator-(McaReal a, McaReal b) { return op(a.v_ - b.v_, "-", mca_key(5, a.v_, b.v_)); }
+  friend McaReal operator*(McaReal a, McaReal b) { return op(a.v_ * b.v_, "*", mca_key_commutative(6, a.v_, b.v_)); }
   // x/0 is a division by zero, not a value beyond the range: never traced.
-  friend McaReal operator/(McaReal a, McaReal b) { return op(a.v_ / b.v_, b.v_ == 0.0 ? nullptr : "/"); }
+  friend McaReal operator/(McaReal a, McaReal b) {
+    return op(a.v_ / b.v_, b.v_ == 0.0 ? nullptr : "/", mca_key(7, a.v_, b.v_));
+  }
   friend McaReal operator-(McaReal a) { return McaReal(-a.v_); }
   McaReal& operator+=(McaReal b) { return *this = *this + b; }
   McaReal& operator-=(McaReal b) { return *this = *this - b; }
@@ -181,23 +196,18 @@ class McaReal {
   friend bool operator>=(McaReal a, McaReal b) { return a.v_ >= b.v_; }
 
   // Elementwise functions: one rounding per (function, argument) within a run (file comment).
-  friend McaReal sqrt(McaReal a) { return keyed(std::sqrt(a.v_), a.v_, 1, "sqrt"); }
-  friend McaReal exp(McaReal a) { return keyed(std::exp(a.v_), a.v_, 2, "exp"); }
-  friend McaReal log(McaReal a) { return keyed(std::log(a.v_), a.v_, 3, nullptr); }
+  friend McaReal sqrt(McaReal a) { return op(std::sqrt(a.v_), "sqrt", mca_key(1, a.v_)); }
+  friend McaReal exp(McaReal a) { return op(std::exp(a.v_), "exp", mca_key(2, a.v_)); }
+  friend McaReal log(McaReal a) { return op(std::log(a.v_), nullptr, mca_key(3, a.v_)); }
   friend McaReal abs(McaReal a) { return McaReal(std::fabs(a.v_)); }
   friend McaReal fabs(McaReal a) { return McaReal(std::fabs(a.v_)); }
   friend bool isfinite(McaReal a) { return std::isfinite(a.v_); }
 
  private:
-  static McaReal op(double x, const char* what) {
+  static McaReal op(double x, const char* what, std::uint64_t key) {
     McaContext& c = mca_context();
     if (c.trace_range) trace(c, x, c.op_max, what);
-    return McaReal(mca_perturb(x, c.u_op, c.op_format));
-  }
-  static McaReal keyed(double x, double arg, std::uint64_t tag, const char* what) {
-    McaContext& c = mca_context();
-    if (c.trace_range) trace(c, x, c.op_max, what);
-    return McaReal(mca_perturb(x, c.u_op, c.op_format, &arg, tag));
+    return McaReal(mca_perturb(x, c.u_op, c.op_format, key));
   }
  public:
   // Records x as the first value beyond `limit` (what == nullptr: not traced).
@@ -222,7 +232,8 @@ struct binary_scaling<McaReal> {
     const double r = std::ldexp(x.value(), e);
     McaContext& c = mca_context();
     if (c.trace_range) McaReal::trace(c, r, c.op_max, "ldexp");
-    if (std::fabs(r) < mca_min_normal(c.op_format)) return McaReal(mca_perturb(r, c.u_op, c.op_format));
+    if (std::fabs(r) < mca_min_normal(c.op_format))
+      return McaReal(mca_perturb(r, c.u_op, c.op_format, mca_key(8, x.value(), static_cast<double>(e))));
     return McaReal(r);
   }
 };
@@ -246,7 +257,7 @@ struct McaPolicy {
   static McaReal narrow(const McaReal& x) {
     McaContext& c = mca_context();
     if (c.trace_range) McaReal::trace(c, x.value(), c.store_max, "store");
-    return McaReal(mca_perturb(x.value(), c.u_store, c.store_format));
+    return McaReal(mca_perturb(x.value(), c.u_store, c.store_format, mca_key(9, x.value())));
   }
   static std::string name() { return "mca"; }
 };

@@ -3,8 +3,10 @@
 //
 //  * within one Monte Carlo run, exp/log/sqrt at the same argument get the same
 //    perturbation (as a kernel's rounding of the same value is the same), at other
-//    arguments and in other runs different ones, within ±u; every other
-//    operation draws what it drew before (the stream is still advanced);
+//    arguments and in other runs different ones, within ±u; what the other
+//    operations draw does not depend on the elementwise calls between them
+//    (every perturbation is keyed on its own operation and operands:
+//    tests/gate/repeated_operands_test.cpp);
 //  * the finding this fixes: with a gate constant over the sequence, g_t =
 //    bf16(−0.01), a bf16 kernel rounds e^{g} = 0.990040 to 0.988281 at every token
 //    and the state's ~100-token memory turns that into a coherent error. The bf16
@@ -46,8 +48,8 @@ TEST(McaElementwise, SameArgumentSameRoundingWithinARun) {
   // Another run (seed): another rounding of the same argument.
   mca_seed(12, u, McaFormat::bf16, 0.0, McaFormat::any);
   EXPECT_NE(exp(McaReal(g)).value(), e1);
-  // The stream is advanced as before: what the other operations draw does not
-  // depend on the arguments of the elementwise calls between them.
+  // What the other operations draw does not depend on the arguments of the
+  // elementwise calls between them.
   const auto draws = [&](double arg) {
     mca_seed(13, u, McaFormat::bf16, 0.0, McaFormat::any);
     const double a = (McaReal(1.0 / 3) * McaReal(1.0 / 7)).value();

@@ -85,6 +85,60 @@ TEST(StudyCli, SameSeedSameBytesWhateverTheThreads) {
       << "another seed, other inputs";
 }
 
+// Sharding: `--shard i/N` runs cases k ≡ i (mod N) and writes study-shard.json;
+// `ttrcheck merge` of all N shards writes the unsharded run's files byte for byte
+// (the expectation: the unsharded run itself), for N = 2 and 3, shards given in
+// any order. kla-precision-growth's tables hold integers, text, inf and nan.
+TEST(StudyCli, ShardsMergeIntoTheUnshardedBytes) {
+  TempDir tmp;
+  const std::vector<std::string> common = {"study", "kla-precision-growth", "--quick", "--no-plots", "--seed", "3"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_cli(a);
+  };
+  ASSERT_EQ(with({"--out", tmp / "whole"}).exit_code, 0);
+  const std::vector<std::string> files = {"precision.csv", "ratios.csv", "failure.csv", "exact.csv", "study.json",
+                                          "summary.md"};
+  for (int n : {2, 3}) {
+    std::vector<std::string> merge = {"merge"};
+    for (int i = n - 1; i >= 0; --i) {  // given in reverse order
+      const std::string dir = tmp / ("s" + std::to_string(n) + "_" + std::to_string(i));
+      const CliResult r = with({"--shard", std::to_string(i) + "/" + std::to_string(n), "--out", dir});
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+      EXPECT_TRUE(fs::exists(fs::path(dir) / "study-shard.json"));
+      EXPECT_FALSE(fs::exists(fs::path(dir) / "study.json")) << "a shard writes no assessed result";
+      merge.push_back(dir);
+    }
+    const std::string out = tmp / ("merged" + std::to_string(n));
+    merge.insert(merge.end(), {"--out", out});
+    const CliResult m = run_cli(merge);
+    ASSERT_EQ(m.exit_code, 0) << m.out << m.err;
+    EXPECT_NE(m.out.find("merged " + std::to_string(n) + " shards of study kla-precision-growth"), std::string::npos)
+        << m.out;
+    for (const std::string& f : files) {
+      ASSERT_TRUE(fs::exists(fs::path(out) / f)) << f;
+      EXPECT_EQ(slurp_file(fs::path(out) / f), slurp_file(tmp.path() / "whole" / f)) << "N = " << n << ": " << f;
+    }
+  }
+  // Shards that do not make one run: exit 2, one line naming the culprit, nothing written.
+  const CliResult missing = run_cli({"merge", tmp / "s3_0", tmp / "s3_2", "--out", tmp / "bad1"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("shard 1/3 is missing"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "bad1"));
+  const CliResult twice = run_cli({"merge", tmp / "s2_0", tmp / "s2_0", tmp / "s2_1", "--out", tmp / "bad2"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("given twice"), std::string::npos) << twice.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "bad2"));
+  ASSERT_EQ(run_cli({"study", "kla-precision-growth", "--quick", "--no-plots", "--seed", "4", "--shard", "1/2",
+                     "--out", tmp / "other"}).exit_code,
+            0);
+  const CliResult mixed = run_cli({"merge", tmp / "s2_0", tmp / "other", "--out", tmp / "bad3"});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("a shard of another run"), std::string::npos) << mixed.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "bad3"));
+}
+
 // With python3 and matplotlib: PNG and SVG figures and a self-contained
 // summary.html (inline SVG, no external reference). Without: one line, exit 0.
 TEST(StudyCli, FiguresOrOneLineSayingWhyNot) {
