@@ -61,7 +61,6 @@ struct chunk {
   using arg = policy_for_t<Tier>;
 };
 struct scan : chunk {};
-struct sequential_dg_sum : sequential {};
 struct chunk_unscaled : chunk {};
 struct scan_unscaled : chunk {};
 }  // namespace forms

@@ -10,7 +10,15 @@
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
+#include "oracles/run_layer.hpp"
 #include "reference/family/gated_linear_backward_core.hpp"
+
+// The form's template parameter per tier (oracles/run_layer.hpp, forms::): as the
+// sequential form's. Declared here, beside the only adapters that have the form, so
+// that adding it did not touch the header every generated runner includes.
+namespace ttr::forms {
+struct sequential_dg_sum : sequential {};
+}  // namespace ttr::forms
 
 namespace ttr::layers {
 
