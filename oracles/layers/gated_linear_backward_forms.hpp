@@ -2,23 +2,13 @@
 // gla), from the adapter's one `backward(in, cfg, core, out)` run around either
 // gated linear core (reference/family/gated_linear_backward_core.hpp): the
 // sequential adjoint (the oracle's), the chunkwise backward and the reverse-mode
-// scan (the kernels'), and `sequential_dg_sum`: the adjoint with dg formed by
-// FLA's reverse running sum (its fused_recurrent_gla/simple_gla backward;
-// reference/family/gated_linear_dg_sum.hpp), declared for the gated layers. The
-// chunk and scan forms read their inputs as a kernel under the arithmetic policy P
-// does (policy_inputs; the scan's own narrowing is idempotent on them).
+// scan (the kernels'). The chunk and scan forms read their inputs as a kernel
+// under the arithmetic policy P does (policy_inputs; the scan's own narrowing is
+// idempotent on them).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"
-#include "oracles/run_layer.hpp"
 #include "reference/family/gated_linear_backward_core.hpp"
-
-// The form's template parameter per tier (oracles/run_layer.hpp, forms::): as the
-// sequential form's. Declared here, beside the only adapters that have the form, so
-// that adding it did not touch the header every generated runner includes.
-namespace ttr::forms {
-struct sequential_dg_sum : sequential {};
-}  // namespace ttr::forms
 
 namespace ttr::layers {
 
@@ -32,12 +22,6 @@ struct gated_linear_backward_forms {
   static void chunk_backward(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
                              TensorMap<typename P::acc>& out) {
     Layer::backward(policy_inputs<P>(raw), cfg, ChunkGatedLinearCore<P>{opt.chunk_size}, out);
-  }
-  // Every operation in T, as `sequential`; only dg is formed differently.
-  template <class T>
-  static void sequential_dg_sum_backward(const TensorMap<T>& in, const Config& cfg, const FormOptions&,
-                                         TensorMap<T>& out) {
-    Layer::backward(in, cfg, SequentialDgSumGatedLinearCore{}, out);
   }
   // As the forward `scan` form: one Blelloch tree over the whole sequence.
   template <class P>

@@ -3,15 +3,13 @@
 // and serves the three backward forms: the sequential adjoint
 // (gated_linear_backward.hpp, the oracle's), the chunkwise backward
 // (gated_linear_chunk_backward.hpp) and the reverse-mode scan
-// (gated_linear_scan_backward.hpp), the kernels'; and the adjoint with dg by FLA's
-// reverse running sum (gated_linear_dg_sum.hpp), its fused-recurrent kernels'.
+// (gated_linear_scan_backward.hpp), the kernels'.
 #pragma once
 
 #include <type_traits>
 
 #include "reference/family/gated_linear_backward.hpp"
 #include "reference/family/gated_linear_chunk_backward.hpp"
-#include "reference/family/gated_linear_dg_sum.hpp"
 #include "reference/family/gated_linear_scan_backward.hpp"
 
 namespace ttr {
@@ -23,19 +21,6 @@ struct SequentialGatedLinearCore {
                   const Tensor<T>* dht, Tensor<T>& dq, Tensor<T>& dk, Tensor<T>& dv, Tensor<T>& dg,
                   Tensor<T>& dh0) const {
     gated_linear_backward<T>(kind, q, k, v, g, h0, scale, do_, dht, dq, dk, dv, dg, dh0);
-  }
-};
-
-// The adjoint as FLA's fused-recurrent backward runs it: dq, dk, dv, dh0 as above, dg
-// by the reverse running sum Σ_v S_T ⊙ dht + Σ_{s≥t} (q_s ⊙ dq_s − k_s ⊙ dk_s).
-struct SequentialDgSumGatedLinearCore {
-  template <class T>
-  void operator()(Decay kind, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                  const std::type_identity_t<Tensor<T>>* g, const Tensor<T>* h0, const T& scale, const Tensor<T>& do_,
-                  const Tensor<T>* dht, Tensor<T>& dq, Tensor<T>& dk, Tensor<T>& dv, Tensor<T>& dg,
-                  Tensor<T>& dh0) const {
-    gated_linear_backward<T>(kind, q, k, v, g, h0, scale, do_, dht, dq, dk, dv, dg, dh0);
-    if (g) gated_linear_dg_by_running_sum<T>(kind, q, k, v, *g, h0, scale, dht, dq, dk, dg);
   }
 };
 

@@ -12,7 +12,7 @@
 // terms: at t = 0 without an initial state dg_0 = 0 exactly (S̄_0 = 0), and the direct
 // form's error there is 0 while the running sum leaves about u·Σ_s |q_s dq_s| + |k_s dk_s|.
 // That residue is correct behaviour of this algorithm: the `sequential_dg_sum` backward
-// form (oracles/layers/gated_linear_backward_forms.hpp) models it, so that ttrcheck
+// form (oracles/layers/gated_linear_dg_sum_form.hpp) models it, so that ttrcheck
 // judges FLA's fused_recurrent_gla and fused_recurrent_simple_gla dg under the
 // arithmetic they run (docs/validating-fla.md, "Failures").
 //
