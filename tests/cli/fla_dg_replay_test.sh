@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 replay=$src/docs/validating-fla/replay_fused_recurrent_dg.py
 
 for layer in gla simple_gla; do
-  "$ttrcheck" vectors --layer $layer --suite tiny --backward --out "$tmp/v" >/dev/null
+  "$ttrcheck" vectors --layer $layer --suite tiny --backward --out "$tmp/v" >/dev/null 2>&1
   for case in basic with_state; do
     stem=$tmp/v/$layer.tiny.$case.backward
     python3 "$replay" $stem.inputs.safetensors $stem.oracle.safetensors "$tmp/cand.$layer.$case.safetensors" >/dev/null
@@ -44,7 +44,8 @@ PY
   rc=$?
   set -e
   [ $rc -eq 1 ] || { cat "$tmp/direct.txt"; fail "$layer: the direct model gave exit $rc, expected 1 (dg fails at t = 0)"; }
-  grep -E "backward +dg +[^ ]+ +\(0,0,[0-9]+\) .*FAIL" "$tmp/direct.txt" >/dev/null ||
+  # the row: check  tensor  max abs err  max ratio  worst (b,t,h)  NaN  Inf  verdict
+  grep -E "/backward +dg +[^ ]+ +[^ ]+ +\(0,0,[0-9]+\) .*FAIL" "$tmp/direct.txt" >/dev/null ||
     { cat "$tmp/direct.txt"; fail "$layer: dg's worst row is not token 0"; }
 done
 echo "fla_dg_replay: ok"
