@@ -39,7 +39,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--in", o->in, "inputs (safetensors)")->required();
   cmd->add_option("--out", o->out, "outputs (safetensors, in the arithmetic's dtype)")->required();
   cmd->add_option("--arith", o->arith, "bf16|fp16|fp32|fp64|mpfr:N|mpfi:N");
-  cmd->add_option("--form", o->form, "sequential|chunk|scan");
+  cmd->add_option("--form", o->form, "sequential|chunk|scan (|sequential_dg_sum: gla, simple_gla backward)");
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--mutant", o->mutant, "inject a catalogued bug into the chunk/scan form (`ttrcheck mutants`)");
   cmd->add_option("--device", o->device,
@@ -102,9 +102,9 @@ Command add_run(CLI::App& app) {
     auto meta = base_metadata("run", in.layer->spec, in.config);
     meta["form"] = form_name(form);
     meta["precision"] = arith_name(arith);
-    meta["policy"] = policy_description(arith, form != Form::sequential);
+    meta["policy"] = policy_description(arith, !one_token_at_a_time(form));
     if (o->backward) meta["direction"] = direction_name(dir);
-    if (form != Form::sequential) meta["chunk_size"] = std::to_string(o->chunk_size);
+    if (!one_token_at_a_time(form)) meta["chunk_size"] = std::to_string(o->chunk_size);
     meta["working_bits"] = std::to_string(r.working_bits);
     if (mutant != Mutant::none) meta["mutant"] = o->mutant;
     if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;

@@ -80,7 +80,7 @@ std::string check_command(const CampaignInfo& info, const std::string& stem, con
   std::string c = fmt::format("ttrcheck check --layer {} --in {}.inputs.safetensors --candidate {} --dtype {} --form {}",
                               info.layer, stem, candidate_file, info.target.substr(info.target.find(':') + 1),
                               form_name(info.form));
-  if (info.form != Form::sequential) c += fmt::format(" --chunk-size {}", info.chunk_size);
+  if (!one_token_at_a_time(info.form)) c += fmt::format(" --chunk-size {}", info.chunk_size);
   if (info.strict_range) c += " --strict-range";
   if (info.direction == Direction::backward) c += " --backward";
   return c;
@@ -121,7 +121,7 @@ std::vector<std::string> write_reproducers(const fs::path& dir, const LayerEntry
       cmeta["form"] = form_name(info.form);
       cmeta["target"] = info.target;
       cmeta["direction"] = direction_name(info.direction);
-      if (info.form != Form::sequential) cmeta["chunk_size"] = std::to_string(info.chunk_size);
+      if (!one_token_at_a_time(info.form)) cmeta["chunk_size"] = std::to_string(info.chunk_size);
       if (info.mutant != "none") cmeta["mutant"] = info.mutant;
       const fs::path cand_path = dir / (stem + ".candidate.safetensors");
       io::write_safetensors_atomic(cand_path, to_file(f.candidate, io::DType::F32, cmeta));

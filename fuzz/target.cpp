@@ -58,7 +58,7 @@ class CpuTarget final : public Target {
                              const std::string& outputs_file) const override {
     std::string c = fmt::format("ttrcheck run --layer {} --in {} --out {} --arith {} --form {}", layer, inputs_file,
                                 outputs_file, tier_name(spec_.dtype), form_name(form_));
-    if (form_ != Form::sequential) c += fmt::format(" --chunk-size {}", chunk_);
+    if (!one_token_at_a_time(form_)) c += fmt::format(" --chunk-size {}", chunk_);
     if (mutant_ != Mutant::none) c += fmt::format(" --mutant {}", mutant_name(mutant_));
     if (direction_ == Direction::backward) c += " --backward";
     return c;
@@ -88,7 +88,7 @@ class KernelTarget final : public Target {
                              const std::string& outputs_file) const override {
     return fmt::format("ttrcheck run --device {} --layer {} --in {} --out {} --arith {} --form {}{}",
                        backend_name(spec_.backend), layer, inputs_file, outputs_file, tier_name(spec_.dtype),
-                       form_name(kernel_.form), kernel_.form == Form::sequential ? "" : " --chunk-size 64");
+                       form_name(kernel_.form), one_token_at_a_time(kernel_.form) ? "" : " --chunk-size 64");
   }
 
  private:

@@ -48,7 +48,7 @@ Rounding rounding_of(Form form, Tier dtype, Policy policy) {
   if (policy == Policy::bf16_storage)
     return {unit_roundoff(Tier::fp32), McaFormat::fp32, unit_roundoff(Tier::bf16), McaFormat::bf16};
   const double u = unit_roundoff(dtype);
-  if (form == Form::sequential) return {u, format_of(dtype), 0.0, McaFormat::any};
+  if (one_token_at_a_time(form)) return {u, format_of(dtype), 0.0, McaFormat::any};
   const bool narrow16 = dtype == Tier::bf16 || dtype == Tier::fp16;
   if (narrow16) return {unit_roundoff(Tier::fp32), McaFormat::fp32, u, format_of(dtype)};
   return {u, format_of(dtype), 0.0, McaFormat::any};

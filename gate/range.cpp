@@ -18,7 +18,7 @@ struct Formats {
   Tier op, store;
 };
 Formats formats_of(Form form, Tier dtype) {
-  if (form == Form::sequential) return {dtype, dtype};
+  if (one_token_at_a_time(form)) return {dtype, dtype};
   if (dtype == Tier::bf16 || dtype == Tier::fp16) return {Tier::fp32, dtype};
   return {dtype, dtype};
 }

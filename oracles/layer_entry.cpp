@@ -57,7 +57,7 @@ Form parse_form(const std::string& s) {
     if (s == form_name(f)) return f;
   // FLA's and the papers' names of the one-token-at-a-time form (docs/architecture.md, "Names").
   if (s == "fused_recurrent" || s == "recurrent") return Form::sequential;
-  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan|chunk_unscaled|scan_unscaled)", s));
+  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan|chunk_unscaled|scan_unscaled|sequential_dg_sum)", s));
 }
 
 Direction parse_direction(const std::string& s) {
@@ -73,7 +73,7 @@ LayerResult run_layer_sliced(const LayerEntry& layer, Form form, const Arith& ar
   FormOptions opt;
   opt.bits = arith.bits;
   opt.chunk_size = chunk_size;
-  so.kernel_form = form != Form::sequential;
+  so.kernel_form = !one_token_at_a_time(form);
   return run_sliced(direction_spec(layer.spec, direction), layer.runner(form, arith.tier, direction), inputs, cfg, opt,
                     so);
 }

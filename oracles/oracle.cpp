@@ -53,7 +53,7 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   auto meta = base_metadata("oracle", layer.spec, cfg);
   meta["form"] = form_name(opt.form);
   if (opt.direction != Direction::forward) meta["direction"] = direction_name(opt.direction);
-  if (opt.form != Form::sequential) meta["chunk_size"] = std::to_string(opt.chunk_size);
+  if (!one_token_at_a_time(opt.form)) meta["chunk_size"] = std::to_string(opt.chunk_size);
   meta["precision"] = fmt::format("mpfr:{}", opt.bits);
   meta["working_bits"] = std::to_string(point.working_bits);
   meta["certified"] = opt.certified ? "true" : "false";

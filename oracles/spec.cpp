@@ -20,11 +20,16 @@ const char* form_name(Form f) {
     case Form::scan: return "scan";
     case Form::chunk_unscaled: return "chunk_unscaled";
     case Form::scan_unscaled: return "scan_unscaled";
+    case Form::sequential_dg_sum: return "sequential_dg_sum";
   }
   return "?";
 }
 
-bool sweeps_by_default(Form f) { return f != Form::chunk_unscaled && f != Form::scan_unscaled; }
+bool sweeps_by_default(Form f) {
+  return f != Form::chunk_unscaled && f != Form::scan_unscaled && f != Form::sequential_dg_sum;
+}
+
+bool one_token_at_a_time(Form f) { return f == Form::sequential || f == Form::sequential_dg_sum; }
 
 const char* direction_name(Direction d) { return d == Direction::forward ? "forward" : "backward"; }
 

@@ -86,13 +86,20 @@ struct ConfigKey {
 // does not; `chunk`/`scan` there are the scaled forms
 // (reference/kla_kalman/scaled_scan.hpp). Kept for comparison and for
 // reproducing that finding; not swept unless named (sweeps_by_default).
-enum class Form { sequential, chunk, scan, chunk_unscaled, scan_unscaled };
+// `sequential_dg_sum` (backward only, gla and simple_gla): the sequential adjoint with
+// dg formed by flash-linear-attention's reverse running sum, the model of its
+// fused-recurrent kernels (reference/family/gated_linear_dg_sum.hpp); a foreign
+// kernel's algorithm, so not swept unless named either.
+enum class Form { sequential, chunk, scan, chunk_unscaled, scan_unscaled, sequential_dg_sum };
 // Every form, in the order listings use.
-inline constexpr Form kAllForms[] = {Form::sequential, Form::chunk, Form::scan, Form::chunk_unscaled,
-                                     Form::scan_unscaled};
+inline constexpr Form kAllForms[] = {Form::sequential,     Form::chunk,         Form::scan,
+                                     Form::chunk_unscaled, Form::scan_unscaled, Form::sequential_dg_sum};
 // Whether the gate, the fuzzer's default and the test sweeps over "every form"
 // include it: all but the unscaled reference forms.
 bool sweeps_by_default(Form);
+// Whether a form runs every operation in the tier's scalar (the sequential forms) rather
+// than under the tier's arithmetic policy (the chunk and scan forms, oracles/run_layer.hpp).
+bool one_token_at_a_time(Form);
 // What a form computes: the layer's outputs, or the gradients of its inputs from
 // the cotangents of its outputs (backward_spec).
 enum class Direction { forward, backward };

@@ -3,6 +3,7 @@
 
 #include "oracles/layers/adapter.hpp"
 #include "oracles/layers/gated_linear_backward_forms.hpp"
+#include "oracles/layers/gated_linear_dg_sum_form.hpp"
 #include "reference/gla/backward.hpp"
 #include "reference/gla/chunk.hpp"
 #include "reference/gla/scan.hpp"
@@ -10,7 +11,8 @@
 
 namespace ttr::layers {
 
-struct gla : gated_linear_backward_forms<gla> {
+// sequential_dg_sum: FLA's fused-recurrent backward (gated_linear_dg_sum_form.hpp).
+struct gla : gated_linear_backward_forms<gla>, gated_linear_dg_sum_form<gla> {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     gla_sequential(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"), scale_of(cfg, in.at("q")), out["o"], out["ht"]);

@@ -3,6 +3,7 @@
 
 #include "oracles/layers/adapter.hpp"
 #include "oracles/layers/gated_linear_backward_forms.hpp"
+#include "oracles/layers/gated_linear_dg_sum_form.hpp"
 #include "reference/simple_gla/backward.hpp"
 #include "reference/simple_gla/chunk.hpp"
 #include "reference/simple_gla/scan.hpp"
@@ -10,7 +11,8 @@
 
 namespace ttr::layers {
 
-struct simple_gla : gated_linear_backward_forms<simple_gla> {
+// sequential_dg_sum: FLA's fused-recurrent backward (gated_linear_dg_sum_form.hpp).
+struct simple_gla : gated_linear_backward_forms<simple_gla>, gated_linear_dg_sum_form<simple_gla> {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     simple_gla_sequential(in.at("q"), in.at("k"), in.at("v"), in.at("g"), optional_input(in, "h0"), scale_of(cfg, in.at("q")), out["o"], out["ht"]);

@@ -89,3 +89,33 @@ def test_adapter_passes_renamed_keys_and_drops_those_mapped_to_nothing():
     assert seen == {"q": 1, "initial_state": 2, "scale": 0.5, "flag": True}
     assert out == {"o": "o"}                                      # a None result is not an output
     assert FLA_OPS["chunk_precond_kda"].outputs == ("o", "ht", "final_A_state")
+
+
+def test_adapter_casts_fp32_inputs_and_names_fla_backward_forms():
+    from ttrcheck.fla import FLA_OPS
+    seen = {}
+
+    def fn(**kw):
+        seen.update(kw)
+        return ("o", None)
+
+    FLA_OPS["chunk_kda"].call(fn, {"q": np.ones(2), "h0": np.ones(2)}, {})
+    assert seen["initial_state"].dtype == np.float32 and seen["q"].dtype == np.float64
+    assert {n for n, a in FLA_OPS.items() if a.fp32} == {"chunk_kda", "chunk_gla", "chunk_precond_kda"}
+    # FLA's fused-recurrent gla/simple_gla form dg by a reverse running sum (docs/validating-fla.md).
+    for op in ("fused_recurrent_gla", "fused_recurrent_simple_gla"):
+        assert FLA_OPS[op].backward_form == "sequential_dg_sum"
+
+
+def test_sequential_dg_sum_form_judges_gradients():
+    # The exact gradients rounded once to fp32 pass the running-sum model; a backward
+    # form the layer lacks (and the forward direction) is refused by name.
+    case = ttrcheck.vectors("gla", "tiny", backward=True)[0]
+    cand = {n: ttrcheck.round_to(x, "fp32") for n, x in case.backward_oracle.items()}
+    r = ttrcheck.check("gla", case.backward_inputs, cand, dtype="fp32", backward=True, form="sequential_dg_sum",
+                       oracle=case.backward_oracle)
+    assert r.passed, str(r)
+    lin = ttrcheck.vectors("linear_attn", "tiny", backward=True)[0]
+    with pytest.raises(ttrcheck.InputError, match="no sequential_dg_sum backward form"):
+        ttrcheck.check("linear_attn", lin.backward_inputs, dict(lin.backward_oracle), dtype="fp32", backward=True,
+                       form="sequential_dg_sum")

@@ -143,7 +143,8 @@ def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[
     dtype of the candidate's 'o', or of its first gradient); `policy` a foreign kernel's
     arithmetic instead (fp32|tf32|fp16|bf16-storage|bf16|fp64, as `check --policy`; tf32
     is an fp32 kernel with TF32 matrix products; it sets the dtype); `form` the algorithm it
-    runs (chunk|scan|sequential; default chunk where the layer has it). `oracle` may
+    runs (chunk|scan|sequential; default chunk where the layer has it; sequential_dg_sum for
+    FLA's fused-recurrent gla/simple_gla backward, dg by a reverse running sum). `oracle` may
     hold precomputed float64 outputs (from :func:`oracle`, or a :class:`Case`'s, with
     its metadata) to skip recomputing them. Returns a :class:`Report`.
     """

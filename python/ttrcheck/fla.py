@@ -10,7 +10,9 @@ same name. Not modelled, so kept at FLA's defaults: ``use_gate_in_kernel`` (the 
 transform ``-exp(A_log) softplus(g + dt_bias)``), ``use_beta_sigmoid_in_kernel``,
 ``allow_neg_eigval``, ``state_v_first`` and ``g_gamma``. ``chunk_linear_attn`` defaults
 to ``normalize=True``, which our ``linear_attn`` does not model: the adapter passes
-``normalize=False``. The preconditioned ops (``chunk_precond_gated_delta_rule``,
+``normalize=False``. ``chunk_kda``, ``chunk_gla`` and ``chunk_precond_kda`` assert an
+fp32 ``initial_state`` (fla/ops/{kda,gla,precond_kda}/chunk.py): the adapter passes h0
+in fp32 whatever the dtype (exact: the inputs lie on the bf16 grid). The preconditioned ops (``chunk_precond_gated_delta_rule``,
 ``chunk_precond_kda`` and their fused-recurrent forms) use our tensor names already.
 Variable lengths (``cu_seqlens``) wait for ttrcheck's varlen inputs.
 """
@@ -34,9 +36,10 @@ class Adapter:
     outputs: Tuple[str, ...] = ("o", "ht")   # its results in order, by our names
     note: str = ""
     backward_form: Optional[str] = None      # the backward's model form where it differs (None: `form`)
+    fp32: Tuple[str, ...] = ()               # our tensors it takes in fp32 whatever the dtype (exact: bf16 grid)
 
     def call(self, fn: Callable, tensors: Mapping[str, Any], config: Mapping[str, Any]) -> Dict[str, Any]:
-        kwargs = {self.tensors.get(n, n): t for n, t in tensors.items()}
+        kwargs = {self.tensors.get(n, n): (_as_fp32(t) if n in self.fp32 else t) for n, t in tensors.items()}
         kwargs.update({self.config.get(k, k): v for k, v in config.items() if self.config.get(k, k)})
         kwargs.update(self.fixed)
         result = fn(**kwargs)
@@ -45,6 +48,14 @@ class Adapter:
         if not isinstance(result, (tuple, list)):
             result = (result,)
         return {name: r for name, r in zip(self.outputs, result) if r is not None}
+
+
+def _as_fp32(t):
+    """A torch tensor (autograd follows the cast back to the leaf) or an array, in fp32."""
+    if hasattr(t, "float"):
+        return t.float()
+    import numpy as np
+    return np.asarray(t, dtype=np.float32)
 
 
 # A function written with ttrcheck's own names: fn(q=..., k=..., ..., h0=..., scale=...)
@@ -61,14 +72,21 @@ FLA_OPS: Dict[str, Adapter] = {
     "fused_recurrent_gated_delta_rule": Adapter("gated_delta_rule", "sequential", _STATE, {}, _FINAL),
     "chunk_delta_rule": Adapter("delta_rule", "chunk", _STATE, {}, _FINAL),
     "fused_recurrent_delta_rule": Adapter("delta_rule", "sequential", _STATE, {}, _FINAL),
-    "chunk_kda": Adapter("kda", "chunk", _STATE, {}, _FINAL,
-                         note="g is the final per-key log decay (use_gate_in_kernel=False, FLA's default)"),
+    "chunk_kda": Adapter("kda", "chunk", _STATE, {}, _FINAL, fp32=("h0",),
+                         note="g is the final per-key log decay (use_gate_in_kernel=False, FLA's default); "
+                              "initial_state in fp32 (FLA asserts it)"),
     "fused_recurrent_kda": Adapter("kda", "sequential", _STATE, {}, _FINAL),
-    "chunk_gla": Adapter("gla", "chunk", _STATE, {}, _FINAL),
+    "chunk_gla": Adapter("gla", "chunk", _STATE, {}, _FINAL, fp32=("h0",),
+                         note="initial_state in fp32 (FLA asserts it)"),
+    # FLA's fused-recurrent backward forms dg by a reverse running sum of q*dq - k*dk
+    # (fla/ops/common/fused_recurrent.py): modelled by the backward form sequential_dg_sum
+    # (reference/family/gated_linear_dg_sum.hpp; docs/validating-fla.md, "Failures").
     "fused_recurrent_gla": Adapter("gla", "sequential", {"g": "gk", **_STATE}, {}, _FINAL,
+                                   backward_form="sequential_dg_sum",
                                    note="FLA's fused_recurrent_gla names the per-key gate gk"),
     "chunk_simple_gla": Adapter("simple_gla", "chunk", _STATE, {}, _FINAL),
-    "fused_recurrent_simple_gla": Adapter("simple_gla", "sequential", _STATE, {}, _FINAL),
+    "fused_recurrent_simple_gla": Adapter("simple_gla", "sequential", _STATE, {}, _FINAL,
+                                          backward_form="sequential_dg_sum"),
     "chunk_linear_attn": Adapter("linear_attn", "chunk", _STATE, {}, {**_FINAL, "normalize": False},
                                  note="normalize=False: FLA's default normalize=True is not modelled"),
     "fused_recurrent_linear_attn": Adapter("linear_attn", "sequential", _STATE, {}, {**_FINAL, "normalize": False}),
@@ -81,8 +99,9 @@ FLA_OPS: Dict[str, Adapter] = {
     "fused_recurrent_precond_gated_delta_rule": Adapter("precond_gated_delta_rule", "sequential", _STATE, _NO_CENTRE,
                                                         _FINAL, outputs=_PRECOND_OUT),
     "chunk_precond_kda": Adapter("precond_kda", "chunk", _STATE, _NO_CENTRE, _FINAL, outputs=_PRECOND_OUT,
+                                 fp32=("h0",),
                                  note="FLA 0.6.0 always l2-normalises q and k here (our default); "
-                                      "use_qk_l2norm_in_kernel=false is ignored by it"),
+                                      "use_qk_l2norm_in_kernel=false is ignored by it; initial_state in fp32"),
     "fused_recurrent_precond_kda": Adapter("precond_kda", "sequential", _STATE, _NO_CENTRE, _FINAL,
                                            outputs=_PRECOND_OUT),
 }

@@ -14,7 +14,7 @@ its ``training/src``; it imports FLA's ``chunk_simple_gla``). The device call, w
 ``ops/chebyshev/`` folder and ``__init__`` files copied into ``.devsrc-fla/hmf/`` beside
 FLA's wheels (scripts/validate-fla-device builds and installs the rest; not yet run):
 
-    DEV=.devsrc-fla bash scripts/validate-fla-device tiny bf16,fp32 none 400 &&
+    DEV=.devsrc-fla bash scripts/validate-fla-device 400 none &&
     PYTHONPATH=/tmp/b/python:/tmp/site:.devsrc-fla/hmf python3 -c "
     import ttrcheck.torch, ttrcheck.hmf
     from hmf.model.hybrid_zoo.layers.gated_kalmanet.ops.chebyshev import gka_chebyshev_gla

@@ -1,7 +1,8 @@
 // The chunkwise and scan backward forms (TTR_FORM(<layer>, chunk|scan, backward) in
 // layers.def; the delta family's chunk backward is reference/family/delta_chunk_backward.hpp,
 // the gated linear layers' reference/family/gated_linear_{chunk,scan}_backward.hpp,
-// kla_kalman's chunk and scan backward reference/kla_kalman/scan_backward.hpp):
+// kla_kalman's chunk and scan backward reference/kla_kalman/scan_backward.hpp; and the
+// gated layers' sequential_dg_sum, FLA's fused-recurrent dg, gated_linear_dg_sum.hpp):
 //
 //  * Backward WY/UT equivalence: in MPFR-256 every chunk and scan backward form equals the
 //    exact adjoint (the layer's sequential backward, itself checked against reverse
@@ -164,9 +165,9 @@ TEST(ChunkBackward, CorrectBf16AndFp32KernelsPassTheirModel) {
       }
     }
   }
-  // 6 delta-family chunk forms + 3 gated linear layers x {chunk, scan} + kla_kalman {chunk, scan},
-  // x 2 tiny cases x {bf16, fp32}
-  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2 + 2);
+  // 6 delta-family chunk forms + 3 gated linear layers x {chunk, scan} + kla_kalman {chunk, scan}
+  // + gla, simple_gla sequential_dg_sum (FLA's fused-recurrent dg), x 2 tiny cases x {bf16, fp32}
+  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2 + 2 + 2);
   EXPECT_EQ(judged, expected);
   EXPECT_GE(planted_checks, 2 * judged);
 }
