@@ -175,8 +175,11 @@ NamedCheck run_check(const CheckRequest& req) {
   ms.chunk_size = req.chunk_size;
   ms.samples = req.samples;
   ms.seed = req.seed;
-  // The oracle: a stored one, or the sequential definition in MPFR-256 (the call
-  // `ttrcheck oracle` makes, so a stored default oracle gives identical numbers).
+  // The oracle: a stored one, or the sequential definition decided per slice
+  // (oracles/oracle_tier.hpp): double-double where its estimated own error is
+  // negligible, MPFR-256 (the precision of `ttrcheck oracle`'s default) where
+  // not; --oracle-tier mpfr computes all of it in MPFR-256, which gives the
+  // numbers of a stored default oracle bit for bit.
   std::optional<Judge> judge;
   if (!req.oracle)
     judge.emplace(*in.layer, in.inputs.tensors, in.config, Arith{Tier::mpfr, kOracleBits}, dir);
@@ -184,6 +187,7 @@ NamedCheck run_check(const CheckRequest& req) {
     judge.emplace(*in.layer, in.inputs.tensors, in.config,
                   load_oracle(*req.oracle, req.oracle_source, spec, in.config, shapes, in, req.inputs_source, expected, dir), dir);
   judge->set_strict_range(req.strict_range);
+  judge->set_oracle_mode(req.oracle_mode);
   const CheckResult result = (*judge)(candidate, ms);
   const std::string name = req.case_name.empty() ? case_name(in, req.inputs_source) : req.case_name;
   const std::string id = check_id(result, name) + (req.backward ? "/backward" : "");

@@ -38,6 +38,7 @@ struct KernelCheckOptions {
   // dtype), their models in quadrature: id ".../cuda-chunk-vs-sequential/...".
   bool cross = false;
   bool strict_range = false;  // range findings fail (gate/range.hpp)
+  OracleMode oracle_mode = OracleMode::fast;  // oracles/oracle_tier.hpp
   KernelOptions launch;
 };
 

@@ -38,8 +38,10 @@ std::string inputs_digest(const TensorMap<double>& inputs) {
 
 io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, const Config& cfg,
                               const OracleOptions& opt, const std::map<std::string, std::string>& input_metadata) {
-  const LayerResult point =
-      run_layer(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size, opt.direction);
+  OracleRequest req;
+  req.mode = opt.mode;
+  req.bits = opt.bits;
+  const OracleResult point = compute_oracle_values(layer, opt.form, in.tensors, cfg, opt.direction, req, opt.chunk_size);
   const LayerSpec spec = direction_spec(layer.spec, opt.direction);
   auto meta = base_metadata("oracle", layer.spec, cfg);
   meta["form"] = form_name(opt.form);
@@ -47,6 +49,19 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   if (opt.form != Form::sequential) meta["chunk_size"] = std::to_string(opt.chunk_size);
   meta["precision"] = fmt::format("mpfr:{}", opt.bits);
   meta["working_bits"] = std::to_string(point.working_bits);
+  // Which tier produced it (docs/error-model.md, "Oracle tiers"): "mpfr:N", "dd"
+  // or "dd+mpfr:N"; the escalated slices as "b:h" ("*:h" for every batch row).
+  const OracleProvenance& pv = point.provenance;
+  meta["oracle_tier"] = pv.tier;
+  meta["oracle_unit"] = pv.unit;
+  meta["oracle_slices"] = std::to_string(pv.slices);
+  std::string escalated;
+  for (const OracleSlice& sl : pv.escalated)
+    escalated += fmt::format("{}{}:{}", escalated.empty() ? "" : ",", sl.b < 0 ? std::string("*") : std::to_string(sl.b),
+                             sl.h < 0 ? std::string("*") : std::to_string(sl.h));
+  meta["oracle_escalated"] = escalated;
+  if (opt.mode == OracleMode::fast)
+    meta["oracle_estimated_relative_error"] = fmt::format("{:.3g}", pv.max_error_over_target * 0x1p-53);
   meta["certified"] = opt.certified ? "true" : "false";
   if (const auto s = input_metadata.find("seed"); s != input_metadata.end()) meta["seed"] = s->second;
   meta["inputs_digest"] = inputs_digest(in.tensors);
