@@ -70,7 +70,7 @@ std::pair<std::string, std::string> check(const std::string& layer, const Tensor
                                           const Metadata& oracle_meta, const std::string& dtype,
                                           const std::string& form, int chunk_size, int samples, std::uint64_t seed,
                                           bool backward, bool strict_range, const std::vector<std::string>& sets,
-                                          const std::string& case_name) {
+                                          const std::string& case_name, const std::string& oracle_tier) {
   find_layer(layer);
   CheckRequest req;
   req.layer = layer;
@@ -84,6 +84,7 @@ std::pair<std::string, std::string> check(const std::string& layer, const Tensor
   req.seed = seed;
   req.backward = backward;
   req.strict_range = strict_range;
+  req.oracle_mode = parse_oracle_mode(oracle_tier);
   req.sets = sets;
   req.case_name = case_name;
   std::string report, table;

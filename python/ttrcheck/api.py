@@ -122,14 +122,17 @@ def oracle(layer: str, inputs: ArrayMap, config: Optional[Mapping[str, Any]] = N
 def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[str] = None,
           config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
           chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
-          oracle: Optional[ArrayMap] = None, name: Optional[str] = None) -> Report:
+          oracle: Optional[ArrayMap] = None, name: Optional[str] = None, oracle_tier: str = "auto") -> Report:
     """A candidate's outputs judged against the oracle under the error model (`ttrcheck check`).
 
     `dtype` is the kernel's arithmetic (bf16|fp16|fp32|fp64; default: the storage
     dtype of the candidate's 'o', or of its first gradient); `form` the algorithm it
     runs (chunk|scan|sequential; default chunk where the layer has it). `oracle` may
     hold precomputed float64 outputs (from :func:`oracle`, or a :class:`Case`'s, with
-    its metadata) to skip recomputing them. Returns a :class:`Report`.
+    its metadata) to skip recomputing them; otherwise `oracle_tier` says how it is
+    computed: "auto" (double-double where its estimated own error is negligible,
+    MPFR-256 slices elsewhere; the report's `oracle` object says which) or "mpfr"
+    (MPFR-256 throughout, as :func:`oracle` computes it). Returns a :class:`Report`.
     """
     _check_range("chunk_size", chunk_size, 1, 1 << 20)
     if samples is None:
@@ -142,7 +145,8 @@ def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[
         oracle_tensors = encode_map(oracle, "oracle")
     js, table = _core.check(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                             oracle_tensors, oracle_meta, dtype or "", form or "", int(chunk_size), int(samples),
-                            int(seed), bool(backward), bool(strict_range), config_sets(config), name or "")
+                            int(seed), bool(backward), bool(strict_range), config_sets(config), name or "",
+                            str(oracle_tier))
     return Report(js, table)
 
 
