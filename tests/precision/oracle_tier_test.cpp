@@ -155,9 +155,22 @@ struct Regime {
   TensorMap<double> in;
 };
 
-// Inputs on which float64 loses digits: near-collinear keys with decays ≈ 1 and β
-// ≈ 1 (the delta rule's writes nearly cancel), and values of 1e6 with alternating
-// signs (the state is a sum of large terms that cancel).
+// Rows of k scaled to unit L2 norm (FLA's use_qk_l2norm_in_kernel), so that the
+// writes I − β k kᵀ contract for β ≤ 1.
+void normalise_keys(Tensor<double>& k) {
+  const std::int64_t K = k.shape.back();
+  for (std::size_t r = 0; r < k.data.size(); r += static_cast<std::size_t>(K)) {
+    double n = 0;
+    for (std::int64_t i = 0; i < K; ++i) n += k.data[r + i] * k.data[r + i];
+    for (std::int64_t i = 0; i < K; ++i) k.data[r + i] /= std::sqrt(n);
+  }
+}
+
+// Inputs on which float64 loses digits: unit keys within 1e-6 of one direction
+// per head, decays 1 − 1e-4 and β = 0.999 (each write nearly erases the last: the
+// state along the shared direction is a long chain of near-cancellations), and
+// values of ±1e6 alternating per token without decay (the state is a sum of large
+// terms that cancel).
 std::vector<Regime> adversarial_regimes() {
   std::vector<Regime> out;
   {
@@ -165,12 +178,14 @@ std::vector<Regime> adversarial_regimes() {
     auto& k = in["k"];
     const Tensor<double> base = uniform({1, 1, 2, 8}, 22, -1, 1), noise = uniform(k.shape, 23, -1, 1);
     for (std::size_t e = 0; e < k.data.size(); ++e) k.data[e] = base.data[e % 16] + 1e-6 * noise.data[e];
+    normalise_keys(k);
     for (double& g : in["g"].data) g = -1e-4;
     for (double& b : in["beta"].data) b = 0.999;
-    out.push_back({"gated_delta_rule near-collinear keys, decay 1 - 1e-4, beta 0.999", std::move(in)});
+    out.push_back({"gated_delta_rule near-collinear unit keys, decay 1 - 1e-4, beta 0.999", std::move(in)});
   }
   {
     TensorMap<double> in = gated_inputs(1, 64, 2, 8, 8, 31, {});
+    normalise_keys(in["k"]);
     auto& v = in["v"];
     for (std::size_t e = 0; e < v.data.size(); ++e) v.data[e] = ((e / 16) % 2 ? -1e6 : 1e6) * (1 + v.data[e] * 1e-3);
     for (double& g : in["g"].data) g = 0.0;
