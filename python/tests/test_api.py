@@ -112,9 +112,16 @@ def test_check_report_is_the_clis(cli, tmp_path):
     report = ttrcheck.check(c.layer, c.inputs, cand, config=c.config, name=f"tiny.{c.name}")
     assert report.to_json() == (tmp_path / "r.json").read_text()
     assert report.dtype == "bf16" and report.form == "chunk" and report.passed and report.verdict == "pass"
-    # The same check given the case's stored oracle, and given the inputs' metadata instead of config.
-    assert ttrcheck.check(c.layer, c.inputs, cand, config=c.config, oracle=c.oracle,
-                          name=f"tiny.{c.name}").to_json() == report.to_json()
+    assert json.loads(report.to_json())["checks"][0]["oracle"]["tier"] == "dd"
+    # The same check given the case's stored oracle (MPFR-256 throughout, as
+    # oracle_tier="mpfr" computes it): the same report but for the oracle note.
+    mpfr = json.loads(ttrcheck.check(c.layer, c.inputs, cand, config=c.config, name=f"tiny.{c.name}",
+                                     oracle_tier="mpfr").to_json())
+    stored = json.loads(ttrcheck.check(c.layer, c.inputs, cand, config=c.config, oracle=c.oracle,
+                                       name=f"tiny.{c.name}").to_json())
+    assert mpfr["checks"][0].pop("oracle")["tier"] == "mpfr:256"
+    assert stored["checks"][0].pop("oracle")["tier"] == "stored"
+    assert mpfr == stored
 
 
 def test_report_matches_the_schema():

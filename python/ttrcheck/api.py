@@ -136,7 +136,7 @@ def _check_options(chunk_size: int, samples: Optional[int], seed: int, oracle: O
 def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[str] = None,
           policy: Optional[str] = None, config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
           chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
-          oracle: Optional[ArrayMap] = None, name: Optional[str] = None) -> Report:
+          oracle: Optional[ArrayMap] = None, name: Optional[str] = None, oracle_tier: str = "auto") -> Report:
     """A candidate's outputs judged against the oracle under the error model (`ttrcheck check`).
 
     `dtype` is the kernel's arithmetic (bf16|fp16|fp32|fp64; default: the storage
@@ -145,13 +145,16 @@ def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[
     is an fp32 kernel with TF32 matrix products; it sets the dtype); `form` the algorithm it
     runs (chunk|scan|sequential; default chunk where the layer has it). `oracle` may
     hold precomputed float64 outputs (from :func:`oracle`, or a :class:`Case`'s, with
-    its metadata) to skip recomputing them. Returns a :class:`Report`.
+    its metadata) to skip recomputing them; otherwise `oracle_tier` says how it is
+    computed: "auto" (double-double where its estimated own error is negligible,
+    MPFR-256 slices elsewhere; the report's `oracle` object says which) or "mpfr"
+    (MPFR-256 throughout, as :func:`oracle` computes it). Returns a :class:`Report`.
     """
     samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
     js, table = _core.check(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                             oracle_tensors, oracle_meta, dtype or "", policy or "", form or "", int(chunk_size),
                             int(samples), int(seed), bool(backward), bool(strict_range), config_sets(config),
-                            name or "")
+                            name or "", str(oracle_tier))
     return Report(js, table)
 
 
@@ -174,13 +177,16 @@ class PolicyExplanation:
 def explain_policy(layer: str, inputs: ArrayMap, candidate: ArrayMap, *,
                    config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
                    chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
-                   oracle: Optional[ArrayMap] = None, name: Optional[str] = None) -> PolicyExplanation:
+                   oracle: Optional[ArrayMap] = None, name: Optional[str] = None,
+                   oracle_tier: str = "auto") -> PolicyExplanation:
     """Which arithmetic explains a candidate's error: :func:`check` under every policy of
-    ``check --explain-policy`` (fp32, tf32, fp16, bf16-storage, bf16), one oracle for all."""
+    ``check --explain-policy`` (fp32, tf32, fp16, bf16-storage, bf16), one oracle for all
+    (computed as `oracle_tier` says, as in :func:`check`)."""
     samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
     pairs, best = _core.explain_policy(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                                        oracle_tensors, oracle_meta, form or "", int(chunk_size), int(samples),
-                                       int(seed), bool(backward), bool(strict_range), config_sets(config), name or "")
+                                       int(seed), bool(backward), bool(strict_range), config_sets(config), name or "",
+                                       str(oracle_tier))
     return PolicyExplanation({p: Report(js, table) for p, (js, table) in zip(_core.explain_order(), pairs)},
                              best or None)
 
