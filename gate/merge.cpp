@@ -76,6 +76,18 @@ NamedCheck check_from_json(const json& c) {
   r.chunk_size = c.at("chunk_size").get<int>();
   r.threshold = ratio_value(c.at("threshold"));
   r.pass = c.at("pass").get<bool>();
+  // A range finding (gate/range.hpp): the traced form is the model's.
+  if (const auto g = c.find("range"); g != c.end() && !g->is_null()) {
+    RangeNote& n = r.range;
+    n.beyond = true;
+    n.form = r.model_form;
+    n.intermediate = g->at("intermediate").is_null() ? "" : g->at("intermediate").get<std::string>();
+    n.operation = g->at("operation").get<std::string>();
+    n.format = g->at("format").get<std::string>();
+    n.value = ratio_value(g->at("value"));
+    n.limit = ratio_value(g->at("limit"));
+    r.range_excused = g->at("excused").get<bool>();
+  }
   if (const auto o = c.find("oracle"); o != c.end() && !o->is_null()) {
     OracleProvenance& p = r.oracle.provenance;
     p.tier = o->at("tier").get<std::string>();
