@@ -79,6 +79,7 @@ std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt) {
   KernelCheckOptions ko;
   ko.backend = opt.backend;
   ko.samples = opt.samples;
+  ko.strict_range = opt.strict_range;
   ko.oracle_mode = opt.oracle_mode;
   return check_kernels(*u.layer, generate_inputs(spec, vc, u.seed), Config::make(spec, vc.config), u.c.name, u.seed,
                        ko);
