@@ -45,8 +45,9 @@ std::string layers_json() {
 
 FileOut oracle(const std::string& layer, const Tensors& tensors, const Metadata& metadata,
                const std::vector<std::string>& sets, bool backward, unsigned bits, const std::string& form,
-               int chunk_size, bool certified) {
+               int chunk_size, bool certified, const std::string& oracle_tier) {
   find_layer(layer);  // an unknown layer first, as the CLI does
+  const OracleMode mode = parse_oracle_mode(oracle_tier);
   io::TensorFile file = to_file(tensors, metadata, "inputs");
   io::TensorFile out;
   {
@@ -59,6 +60,7 @@ FileOut oracle(const std::string& layer, const Tensors& tensors, const Metadata&
     opt.bits = bits;
     opt.certified = certified;
     opt.chunk_size = chunk_size;
+    opt.mode = mode;
     out = compute_oracle(*in.layer, in.inputs, in.config, opt, in.file.metadata);
   }
   return file_out(out);

@@ -104,18 +104,20 @@ def _check_range(what: str, value: int, lo: int, hi: int) -> int:
 
 def oracle(layer: str, inputs: ArrayMap, config: Optional[Mapping[str, Any]] = None, *, backward: bool = False,
            bits: int = 256, form: str = "sequential", chunk_size: int = 64,
-           certified: bool = False) -> Dict[str, np.ndarray]:
+           certified: bool = False, oracle_tier: str = "mpfr") -> Dict[str, np.ndarray]:
     """The layer's outputs in MPFR at `bits` bits, rounded to float64 (`ttrcheck oracle`).
 
     `inputs` maps tensor names to arrays or tensors (any of F64/F32/F16/BF16; bf16
     as a torch.bfloat16 tensor or :class:`BF16`); `backward=True` also takes the
     cotangents (do, dht, ...) and returns the gradients (dq, dk, ...). `certified`
-    adds '<name>.lower'/'<name>.upper', an MPFI enclosure.
+    adds '<name>.lower'/'<name>.upper', an MPFI enclosure. `oracle_tier="auto"`
+    (`oracle --oracle-tier auto`): double-double where its estimated own error is
+    negligible, MPFR slices elsewhere (docs/error-model.md, "Oracle tiers").
     """
     _check_range("bits", bits, 24, 100000)
     _check_range("chunk_size", chunk_size, 1, 1 << 20)
     tensors, _ = _core.oracle(layer, encode_map(inputs, "inputs"), {}, config_sets(config), bool(backward),
-                              int(bits), form, int(chunk_size), bool(certified))
+                              int(bits), form, int(chunk_size), bool(certified), str(oracle_tier))
     return decode_list(tensors)
 
 
