@@ -428,9 +428,11 @@ TEST(OracleTier, SameOracleWhateverTheThreadCount) {
 // (here: a copy of GDN's entry with its dd backward runner removed), auto takes
 // MPFR for the whole oracle, says why, and gives MPFR's values bit for bit.
 TEST(OracleTier, NoDdBackwardRunnerFallsBackToMpfr) {
-  for (const LayerEntry& layer : registry())
-    if (layer.has_form(Form::sequential, Direction::backward))
+  for (const LayerEntry& layer : registry()) {
+    if (layer.has_form(Form::sequential, Direction::backward)) {
       EXPECT_NO_THROW(layer.runner(Form::sequential, Tier::dd, Direction::backward)) << layer.spec.name;
+    }
+  }
   LayerEntry gdn = find_layer("gated_delta_rule");
   for (FormImpl& f : gdn.forms)
     if (f.direction == Direction::backward) f.runners[static_cast<std::size_t>(Tier::dd)] = nullptr;
