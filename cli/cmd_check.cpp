@@ -17,7 +17,7 @@ namespace ttr::cli {
 
 Command add_check(CLI::App& app) {
   struct Opts {
-    std::string layer, in, candidate, dtype, policy, oracle, report, junit, form;
+    std::string layer, in, candidate, dtype, policy, oracle, report, junit, form, oracle_tier = "auto";
     int chunk_size = 64, samples = ModelSpec{}.samples;
     std::uint64_t seed = 0;
     bool backward = false, strict_range = false, explain = false;
@@ -51,6 +51,8 @@ Command add_check(CLI::App& app) {
   add_set_option(*cmd, o->sets);
   cmd->add_flag("--strict-range", o->strict_range,
                 "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
+  cmd->add_option("--oracle-tier", o->oracle_tier,
+                  "auto (double-double where its estimated own error is negligible, MPFR-256 slices elsewhere) | mpfr");
   return [o]() {
     check_outputs({{"--in", o->in}, {"--candidate", o->candidate}, {"--oracle", o->oracle}},
                   {{"--report", o->report}, {"--junit", o->junit}});
@@ -73,6 +75,7 @@ Command add_check(CLI::App& app) {
     req.seed = o->seed;
     req.backward = o->backward;
     req.strict_range = o->strict_range;
+    req.oracle_mode = parse_oracle_mode(o->oracle_tier);
     req.sets = o->sets;
     std::vector<DomainViolation> domain;  // the guaranteed-domain note (gate/domain_note.hpp)
     const std::vector<NamedCheck> checks = {run_check(req, &domain)};

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
@@ -55,6 +56,24 @@ void print_verdicts(const GateResult& r, double threshold) {
     fmt::print("{:<45} {:>6} {:>6} {:>10.3g}  {:<6} {}\n", key, row.checks, row.failed, row.worst,
                row.failed ? "FAIL" : "pass", row.at);
   fmt::print("\nthreshold on the error ratio: {}\n", threshold);
+  // Which tier produced the oracles (docs/error-model.md, "Oracle tiers").
+  std::map<std::string, int> tiers;
+  std::size_t escalated = 0, slices = 0;
+  double own = 0.0;
+  for (const GateCheck& c : r.checks) {
+    const OracleNote& n = c.result.oracle;
+    if (n.provenance.tier.empty()) continue;
+    ++tiers[n.provenance.tier.substr(0, n.provenance.tier.find(':'))];
+    escalated += n.provenance.escalated.size();
+    slices += static_cast<std::size_t>(n.provenance.slices);
+    if (!std::isnan(n.error_ratio)) own = std::max(own, n.error_ratio);
+  }
+  if (!tiers.empty()) {
+    std::string t;
+    for (const auto& [name, n] : tiers) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", n, name);
+    fmt::print("oracles (checks by tier): {}; {} of {} slices escalated to MPFR (summed over checks); largest estimated own error {:.2g} of "
+               "the bound\n", t, escalated, slices, own);
+  }
 }
 
 }  // namespace
@@ -62,7 +81,7 @@ void print_verdicts(const GateResult& r, double threshold) {
 Command add_gate(CLI::App& app) {
   struct Opts {
     GateOptions gate;
-    std::string out = "ttrcheck-gate", criterion = "model", direction = "both", inject;
+    std::string out = "ttrcheck-gate", criterion = "model", direction = "both", inject, oracle_tier = "auto";
     std::vector<double> inject_magnitudes;
     bool cuda_only = false, no_cuda = false;
     ShardArgs shard;
@@ -93,7 +112,10 @@ Command add_gate(CLI::App& app) {
   add_shard_options(*cmd, o->shard);
   cmd->add_flag("--strict-range", o->gate.strict_range,
                 "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
+  cmd->add_option("--oracle-tier", o->oracle_tier,
+                  "auto (double-double where its estimated own error is negligible, MPFR slices elsewhere) | mpfr");
   return [o]() {
+    o->gate.oracle_mode = parse_oracle_mode(o->oracle_tier);
     if (o->cuda_only && o->no_cuda) throw InputError("--cuda-only and --no-cuda exclude each other");
     if (o->criterion == "model") o->gate.criterion = Criterion::model;
     else if (o->criterion == "fla") o->gate.criterion = Criterion::fla;
@@ -165,6 +187,7 @@ Command add_gate(CLI::App& app) {
                                   {"direction", o->direction},
                                   {"inject", o->inject}, {"inject_magnitudes", o->gate.inject_magnitudes},
                                   {"strict_range", o->gate.strict_range},
+                                  {"oracle_tier", o->oracle_tier},
                                   {"cpu", o->cuda_only ? "skipped: --cuda-only" : "ran"},
                                   {"cuda", rc.skipped.empty() && !cuda_line.starts_with("skipped") ? "ran" : cuda_line}};
       shard = shard_json(o->gate.shard, config);

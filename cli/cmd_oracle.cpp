@@ -13,6 +13,7 @@ Command add_oracle(CLI::App& app) {
     unsigned bits = 256;
     bool certified = false, backward = false;
     int chunk_size = 64;
+    std::string oracle_tier = "mpfr";
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Opts>();
@@ -25,6 +26,9 @@ Command add_oracle(CLI::App& app) {
   cmd->add_flag("--certified", o->certified, "also write an MPFI enclosure '<name>.lower'/'<name>.upper' per output");
   cmd->add_option("--form", o->form, "sequential|chunk|scan");
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--oracle-tier", o->oracle_tier,
+                  "mpfr (default: MPFR throughout) | auto (double-double where its estimated own error is negligible "
+                  "against float64's bound, MPFR slices elsewhere); recorded as metadata 'oracle_tier'");
   add_backward_flag(*cmd, o->backward);
   add_set_option(*cmd, o->sets);
   return [o]() {
@@ -37,6 +41,7 @@ Command add_oracle(CLI::App& app) {
     opt.bits = o->bits;
     opt.certified = o->certified;
     opt.chunk_size = o->chunk_size;
+    opt.mode = parse_oracle_mode(o->oracle_tier);
     const io::TensorFile out = compute_oracle(*in.layer, in.inputs, in.config, opt, in.file.metadata);
     io::write_safetensors_atomic(o->out, out);
     return 0;

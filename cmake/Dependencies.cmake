@@ -30,6 +30,14 @@ add_library(ttr_mpfi INTERFACE)
 target_include_directories(ttr_mpfi INTERFACE ${MPFI_INCLUDE_DIR} ${MPFR_INCLUDE_DIRS} ${GMP_INCLUDE_DIRS})
 # Link order matters for static archives: MPFI needs MPFR needs GMP.
 target_link_libraries(ttr_mpfi INTERFACE ${MPFI_LIBRARY} ${TTR_MPFR_LIBRARY} ${TTR_GMP_LIBRARY})
+# QD (libqd-dev): double-double arithmetic, the `dd` oracle tier
+# (reference/core/double_double.hpp). Found like MPFI, so that TTR_PORTABLE picks
+# its static archive.
+find_path(QD_INCLUDE_DIR qd/dd_real.h REQUIRED)
+find_library(QD_LIBRARY qd REQUIRED)
+add_library(ttr_qd INTERFACE)
+target_include_directories(ttr_qd INTERFACE ${QD_INCLUDE_DIR})
+target_link_libraries(ttr_qd INTERFACE ${QD_LIBRARY})
 if(TTR_BUILD_TESTS)
   find_package(GTest REQUIRED)
   find_package(rapidcheck REQUIRED)

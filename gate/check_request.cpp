@@ -202,8 +202,11 @@ std::unique_ptr<Prepared> prepare(const CheckRequest& req) {
   ms.chunk_size = req.chunk_size;
   ms.samples = req.samples;
   ms.seed = req.seed;
-  // The oracle: a stored one, or the sequential definition in MPFR-256 (the call
-  // `ttrcheck oracle` makes, so a stored default oracle gives identical numbers).
+  // The oracle: a stored one, or the sequential definition decided per slice
+  // (oracles/oracle_tier.hpp): double-double where its estimated own error is
+  // negligible, MPFR-256 (the precision of `ttrcheck oracle`'s default) where
+  // not; --oracle-tier mpfr computes all of it in MPFR-256, which gives the
+  // numbers of a stored default oracle bit for bit.
   if (!req.oracle)
     p->judge.emplace(*in.layer, in.inputs.tensors, in.config, Arith{Tier::mpfr, kOracleBits}, dir);
   else
@@ -212,6 +215,7 @@ std::unique_ptr<Prepared> prepare(const CheckRequest& req) {
                                  expected, dir),
                      dir);
   p->judge->set_strict_range(req.strict_range);
+  p->judge->set_oracle_mode(req.oracle_mode);
   p->case_label = req.case_name.empty() ? case_name(in, req.inputs_source) : req.case_name;
   return p;
 }

@@ -33,6 +33,7 @@ struct CheckRequest {
   std::uint64_t seed = 0;
   bool backward = false;
   bool strict_range = false;
+  OracleMode oracle_mode = OracleMode::fast;   // the computed oracle: auto (dd, MPFR slices where needed) or mpfr
   std::vector<std::string> sets;               // "key=value" on top of the inputs' recorded config
   // The id's last part; "" = "<suite>.<case>" from the inputs' metadata, else
   // inputs_source's file name without ".inputs.safetensors"/".safetensors".

@@ -164,6 +164,11 @@ namespace {
 
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
+// The bound of a row (header): modelled error + storage rounding + a floor.
+double row_bound(double model, double u, double ref_norm, Tier dtype, std::int64_t width) {
+  return model + u * ref_norm + tiny(dtype) * std::sqrt(static_cast<double>(width));
+}
+
 // One row's contribution: squared error and squared oracle norm over elements
 // where both are finite and the oracle is representable; non-finite bookkeeping.
 void compare_tensor(const TensorSpec& out, const Tensor<double>& ref, const Tensor<double>& cand,
@@ -217,8 +222,7 @@ void compare_tensor(const TensorSpec& out, const Tensor<double>& ref, const Tens
     } else if (modelled) {
       const double model = rms ? rms->data[row] : 0.0;
       if (!std::isfinite(model)) continue;  // the model cannot describe this row
-      const double bound = model + u * std::sqrt(ref2) + tiny(dtype) * std::sqrt(static_cast<double>(l.width));
-      ratio = std::sqrt(err2) / bound;
+      ratio = std::sqrt(err2) / row_bound(model, u, std::sqrt(ref2), dtype, l.width);
     }
     if (ratio > v.max_ratio) {
       v.max_ratio = ratio;
@@ -264,6 +268,33 @@ CheckResult compare(const LayerSpec& spec, const TensorMap<double>& oracle, cons
     r.tensors.push_back(v);
   }
   return r;
+}
+
+double oracle_error_ratio(const LayerSpec& spec, const TensorMap<double>& oracle, const ErrorModel& model,
+                          const TensorMap<double>& own_error) {
+  const double top = max_finite(model.spec.dtype);
+  double worst = 0.0;
+  for (const TensorSpec& out : spec.outputs) {
+    if (!out.certifiable) continue;
+    const auto ref = oracle.find(out.name);
+    const auto own = own_error.find(out.name);
+    if (ref == oracle.end() || own == own_error.end()) continue;
+    const RowLayout l = row_layout(out, ref->second.shape);
+    const auto m = model.rms.find(out.name);
+    for (std::int64_t row = 0; row < l.rows; ++row) {
+      double e2 = 0.0, ref2 = 0.0;
+      for (std::int64_t j = row * l.width; j < (row + 1) * l.width; ++j) {
+        const double o = ref->second.data[j];
+        if (!(std::fabs(o) <= top)) continue;  // as compare(): no ratio beyond the dtype's range
+        e2 += own->second.data[j] * own->second.data[j];
+        ref2 += o * o;
+      }
+      const double rms = m == model.rms.end() ? 0.0 : m->second.data[row];
+      if (!std::isfinite(rms)) continue;
+      worst = std::max(worst, std::sqrt(e2) / row_bound(rms, model.u, std::sqrt(ref2), model.spec.dtype, l.width));
+    }
+  }
+  return worst;
 }
 
 }  // namespace ttr

@@ -21,12 +21,14 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "gate/policies.hpp"
 #include "oracles/arith.hpp"
 #include "oracles/config.hpp"
+#include "oracles/oracle_tier.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/spec.hpp"
 #include "reference/core/tensor.hpp"
@@ -114,6 +116,16 @@ struct RangeNote {
   double limit = 0.0;           // that format's largest finite value
 };
 
+// What produced a check's oracle and how good it is (oracles/oracle_tier.hpp,
+// docs/error-model.md "Oracle tiers"): the tier ("dd", "dd+mpfr:N", "mpfr:N", or
+// "stored" for check --oracle), the escalation unit and slices, and
+// error_ratio = max over rows of the oracle's estimated own error / the row's
+// bound (NaN where not estimated: MPFR-only and stored oracles).
+struct OracleNote {
+  OracleProvenance provenance;
+  double error_ratio = std::numeric_limits<double>::quiet_NaN();
+};
+
 struct CheckResult {
   std::string layer;
   Tier dtype = Tier::bf16;
@@ -129,6 +141,7 @@ struct CheckResult {
   // non-finite failures were not counted (the default; not under --strict-range).
   RangeNote range;
   bool range_excused = false;
+  OracleNote oracle;  // set by the judge; tier empty where no judge computed one
 };
 
 // Compares a candidate with the oracle under the model. `o` must be present;
@@ -139,5 +152,11 @@ struct CheckResult {
 // tensor otherwise); tensors the spec does not know are ignored.
 CheckResult compare(const LayerSpec& spec, const TensorMap<double>& oracle, const ErrorModel& model,
                     const TensorMap<double>& candidate);
+
+// The oracle's estimated own error against the model's bound: max over the rows
+// compare() judges of ‖own_error_row‖₂ / bound_row (0 when every row's own
+// error is 0).
+double oracle_error_ratio(const LayerSpec& spec, const TensorMap<double>& oracle, const ErrorModel& model,
+                          const TensorMap<double>& own_error);
 
 }  // namespace ttr

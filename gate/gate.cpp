@@ -50,6 +50,7 @@ std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const
   const Arith reference = opt.criterion == Criterion::model ? Arith{Tier::mpfr, kGateOracleBits} : Arith{Tier::fp32, 0};
   Judge judge(*u.layer, in, cfg, reference, u.direction);
   judge.set_strict_range(opt.strict_range);
+  judge.set_oracle_mode(opt.oracle_mode);
   std::vector<GateCheck> out;
   for (const auto& [form, dtype] : u.kernels) {
     TensorMap<double> cand;
@@ -92,6 +93,8 @@ std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt) {
   KernelCheckOptions ko;
   ko.backend = opt.backend;
   ko.samples = opt.samples;
+  ko.strict_range = opt.strict_range;
+  ko.oracle_mode = opt.oracle_mode;
   return check_kernels(*u.layer, generate_inputs(spec, vc, u.seed), Config::make(spec, vc.config), u.c.name, u.seed,
                        ko);
 }

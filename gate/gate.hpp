@@ -52,6 +52,7 @@ struct GateOptions {
   bool fail_fast = false;               // stop scheduling work after the first failed check
   Shard shard;                          // run only this shard's units (unit k: shard k mod N)
   bool strict_range = false;            // range findings fail (docs/error-model.md, "Range findings")
+  OracleMode oracle_mode = OracleMode::fast;  // auto: dd where negligible, MPFR slices elsewhere; mpfr: MPFR throughout
   std::function<void(std::size_t done, std::size_t total, const std::string& id)> progress;
 };
 

@@ -20,15 +20,41 @@ Judge::Judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Con
 Judge::Judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg, TensorMap<double> oracle,
              Direction direction)
     : layer_(layer), inputs_(inputs), cfg_(cfg), direction_(direction),
-      spec_(direction_spec(layer.spec, direction)), oracle_(std::move(oracle)) {}
+      spec_(direction_spec(layer.spec, direction)), oracle_(std::move(oracle)) {
+  provenance_.tier = "stored";
+}
 
 const TensorMap<double>& Judge::oracle() {
-  if (!oracle_) {
+  if (oracle_) return *oracle_;
+  if (oracle_arith_.tier == Tier::mpfr) {
+    // Decided per (sequence, head) slice, on all cores (oracles/oracle_tier.hpp).
+    OracleRequest req;
+    req.mode = oracle_mode_;
+    req.bits = oracle_arith_.bits;
+    OracleResult r = compute_oracle_values(layer_, Form::sequential, inputs_, cfg_, direction_, req);
+    provenance_ = std::move(r.provenance);
+    own_error_ = std::move(r.own_error);
+    oracle_ = std::move(r.values);
+  } else {  // another tier asked for by name (FLA's criterion: fp32)
     SliceOptions split;  // every (sequence, head) its own run, on all cores
     split.split = true;
     oracle_ = run_layer_sliced(layer_, Form::sequential, oracle_arith_, inputs_, cfg_, 64, direction_, split).values;
+    provenance_.tier = arith_name(oracle_arith_);
+    provenance_.unit = "all";
+    provenance_.slices = 1;
   }
   return *oracle_;
+}
+
+const OracleProvenance& Judge::oracle_provenance() {
+  oracle();
+  return provenance_;
+}
+
+void Judge::note_oracle(CheckResult& r, const ErrorModel& m) {
+  r.oracle.provenance = provenance_;
+  r.oracle.error_ratio = own_error_.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                            : oracle_error_ratio(spec_, *oracle_, m, own_error_);
 }
 
 const ErrorModel& Judge::single(const ModelSpec& ms, Form form) {
@@ -122,7 +148,9 @@ bool has_nonfinite_failures(const CheckResult& r) {
 
 CheckResult Judge::operator()(const TensorMap<double>& candidate, const ModelSpec& ms) {
   const TensorMap<double>& ref = oracle();
-  CheckResult r = compare(spec_, ref, model(ms), candidate);
+  const ErrorModel& m = model(ms);
+  CheckResult r = compare(spec_, ref, m, candidate);
+  note_oracle(r, m);
   if (has_nonfinite_failures(r)) apply_range(r, range_note(ms), strict_range_);
   locate_sequences(r, inputs_);
   return r;
@@ -144,6 +172,7 @@ CheckResult Judge::nonfinite(const TensorMap<double>& candidate, Tier dtype) {
   const TensorMap<double>& ref = oracle();
   CheckResult r = compare(spec_, ref, none, candidate);
   locate_sequences(r, inputs_);
+  r.oracle.provenance = provenance_;  // no model, no bound: error_ratio stays NaN
   return r;
 }
 
@@ -180,6 +209,7 @@ bool fla_passes(Criterion criterion, double rel, double max_abs, double threshol
 CheckResult Judge::fla(const TensorMap<double>& cand, const ModelSpec& ms, Criterion criterion) {
   const TensorMap<double>& reference = oracle();
   CheckResult r;
+  r.oracle.provenance = provenance_;
   r.layer = spec_.name;
   r.dtype = ms.dtype;
   r.model_form = ms.form;
@@ -221,6 +251,7 @@ CheckResult judge(const LayerEntry& layer, const TensorMap<double>& inputs, cons
                   const TensorMap<double>& candidate, const JudgeOptions& opt) {
   Judge j(layer, inputs, cfg, opt.oracle, opt.model.direction);
   j.set_strict_range(opt.strict_range);
+  j.set_oracle_mode(opt.oracle_mode);
   return opt.criterion == Criterion::model ? j(candidate, opt.model) : j.fla(candidate, opt.model, opt.criterion);
 }
 

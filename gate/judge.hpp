@@ -42,6 +42,7 @@ bool fla_passes(Criterion criterion, double rel, double max_abs, double threshol
 struct JudgeOptions {
   ModelSpec model;                     // the kernel's algorithm, dtype, chunk size, samples, seed, direction
   Arith oracle{Tier::mpfr, 256};       // the reference: the sequential form in this arithmetic
+  OracleMode oracle_mode = OracleMode::fast;  // with an mpfr Arith: dd verified by fp64, escalating to MPFR
   Criterion criterion = Criterion::model;
   bool strict_range = false;           // range findings fail (--strict-range)
 };
@@ -52,7 +53,10 @@ struct JudgeOptions {
 class Judge {
  public:
   // The oracle computed on first use: `layer`'s sequential form in `oracle`
-  // arithmetic, in `direction` (backward: the inputs hold the cotangents).
+  // arithmetic, in `direction` (backward: the inputs hold the cotangents). With
+  // an MPFR arithmetic the oracle tier is decided per slice
+  // (oracles/oracle_tier.hpp): double-double where its own error is negligible,
+  // MPFR at oracle.bits elsewhere; set_oracle_mode(OracleMode::mpfr) forces MPFR.
   Judge(const LayerEntry& layer, const TensorMap<double>& inputs, const Config& cfg, Arith oracle = {Tier::mpfr, 256},
         Direction direction = Direction::forward);
   // A stored oracle (`check --oracle`).
@@ -64,6 +68,10 @@ class Judge {
   Judge(const LayerEntry&, TensorMap<double>&&, const Config&, TensorMap<double>, Direction = Direction::forward) = delete;
 
   const TensorMap<double>& oracle();
+  // Before the oracle is computed: fast (the default) or MPFR throughout.
+  void set_oracle_mode(OracleMode m) { oracle_mode_ = m; }
+  // What produced the oracle (computes it if needed).
+  const OracleProvenance& oracle_provenance();
   // The direction's spec: what the candidate's tensors are (forward: the layer's outputs).
   const LayerSpec& spec() const { return spec_; }
   // The model of `ms` (quadrature over ms.form and ms.also), cached.
@@ -102,6 +110,10 @@ class Judge {
   LayerSpec spec_;
   Arith oracle_arith_;
   std::optional<TensorMap<double>> oracle_;
+  OracleMode oracle_mode_ = OracleMode::fast;
+  OracleProvenance provenance_;
+  TensorMap<double> own_error_;  // per oracle element (fast mode); empty otherwise
+  void note_oracle(CheckResult& r, const ErrorModel& m);
   std::map<std::tuple<int, int, int, int, std::uint64_t, int>, ErrorModel> singles_;
   std::map<std::string, ErrorModel> combined_;
   std::map<std::tuple<int, int, int, int>, RangeNote> ranges_;

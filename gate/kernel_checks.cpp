@@ -33,6 +33,7 @@ std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<do
   const std::string suffix = dir == Direction::backward ? "-backward" : "";
   Judge judge(layer, in, cfg, {Tier::mpfr, 128}, dir);
   judge.set_strict_range(opt.strict_range);
+  judge.set_oracle_mode(opt.oracle_mode);
   std::vector<GateCheck> out;
   for (Tier dtype : opt.dtypes) {
     const KernelImpl* ran[2] = {nullptr, nullptr};  // chunk, sequential

@@ -47,6 +47,7 @@ struct KernelCheckOptions {
   // backward: the backward kernels on inputs holding the cotangents, judged against
   // the backward oracle; ids ".../<kernel>-backward/...".
   Direction direction = Direction::forward;
+  OracleMode oracle_mode = OracleMode::fast;  // oracles/oracle_tier.hpp
   KernelOptions launch;
 };
 

@@ -80,6 +80,30 @@ NamedCheck check_from_json(const json& c) {
   r.chunk_size = c.at("chunk_size").get<int>();
   r.threshold = ratio_value(c.at("threshold"));
   r.pass = c.at("pass").get<bool>();
+  // A range finding (gate/range.hpp): the traced form is the model's.
+  if (const auto g = c.find("range"); g != c.end() && !g->is_null()) {
+    RangeNote& n = r.range;
+    n.beyond = true;
+    n.form = r.model_form;
+    n.intermediate = g->at("intermediate").is_null() ? "" : g->at("intermediate").get<std::string>();
+    n.operation = g->at("operation").get<std::string>();
+    n.format = g->at("format").get<std::string>();
+    n.value = ratio_value(g->at("value"));
+    n.limit = ratio_value(g->at("limit"));
+    r.range_excused = g->at("excused").get<bool>();
+  }
+  if (const auto o = c.find("oracle"); o != c.end() && !o->is_null()) {
+    OracleProvenance& p = r.oracle.provenance;
+    p.tier = o->at("tier").get<std::string>();
+    p.unit = o->at("unit").is_null() ? "" : o->at("unit").get<std::string>();
+    p.slices = o->at("slices").get<std::int64_t>();
+    for (const json& e : o->at("escalated"))
+      p.escalated.push_back({e.at("b").is_null() ? -1 : e.at("b").get<std::int64_t>(),
+                             e.at("h").is_null() ? -1 : e.at("h").get<std::int64_t>()});
+    p.reason = o->at("reason").is_null() ? "" : o->at("reason").get<std::string>();
+    const json& er = o->at("estimated_error_ratio");
+    r.oracle.error_ratio = er.is_null() ? std::numeric_limits<double>::quiet_NaN() : ratio_value(er);
+  }
   for (const json& t : c.at("tensors")) {
     TensorVerdict v;
     v.name = t.at("name").get<std::string>();

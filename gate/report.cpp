@@ -133,6 +133,31 @@ json range_json(const RangeNote& note, bool excused) {
           {"excused", excused}};
 }
 
+std::string oracle_line(const OracleNote& note) {
+  const OracleProvenance& p = note.provenance;
+  std::string s = fmt::format("oracle {}", p.tier);
+  if (!std::isnan(note.error_ratio)) s += fmt::format(", estimated own error {:.2g} of the bound", note.error_ratio);
+  if (p.tier.rfind("dd", 0) == 0 || !p.escalated.empty())
+    s += fmt::format(", {} of {} {} slice{} escalated to MPFR", p.escalated.size(), p.slices, p.unit,
+                     p.slices == 1 ? "" : "s");
+  if (!p.reason.empty() && p.tier != "dd") s += fmt::format(" ({}{})", p.escalated.empty() ? "" : "first: ", p.reason);
+  return s;
+}
+
+json oracle_json(const OracleNote& note) {
+  const OracleProvenance& p = note.provenance;
+  if (p.tier.empty()) return nullptr;
+  json escalated = json::array();
+  for (const OracleSlice& s : p.escalated)
+    escalated.push_back({{"b", s.b < 0 ? json(nullptr) : json(s.b)}, {"h", s.h < 0 ? json(nullptr) : json(s.h)}});
+  return {{"tier", p.tier},
+          {"unit", p.unit.empty() ? json(nullptr) : json(p.unit)},
+          {"slices", p.slices},
+          {"escalated", std::move(escalated)},
+          {"reason", p.reason.empty() ? json(nullptr) : json(p.reason)},
+          {"estimated_error_ratio", std::isnan(note.error_ratio) ? json(nullptr) : json_number(note.error_ratio)}};
+}
+
 const char* verdict_name(const CheckResult& r) {
   if (!r.pass) return "fail";
   return r.range.beyond && r.range_excused ? "range" : "pass";
@@ -164,6 +189,7 @@ json check_json(const std::string& id, const CheckResult& r) {
           {"pass", r.pass},
           {"verdict", verdict_name(r)},
           {"range", r.range.beyond ? range_json(r.range, r.range_excused) : json(nullptr)},
+          {"oracle", oracle_json(r.oracle)},
           {"tensors", std::move(tensors)}};
   // A foreign kernel's policy (gate/policies.hpp); absent for the dtype's own, so
   // reports of native checks are unchanged.
@@ -264,6 +290,8 @@ void print_table(std::FILE* out, const std::vector<NamedCheck>& checks) {
   for (const auto& row : rows) line(row);
   for (const auto& [id, r] : checks)
     if (r.range.beyond) std::fprintf(out, "%s: %s\n", id.c_str(), range_line(r).c_str());
+  for (const auto& [id, r] : checks)
+    if (!r.oracle.provenance.tier.empty()) std::fprintf(out, "%s: %s\n", id.c_str(), oracle_line(r.oracle).c_str());
   const auto failed = std::count_if(checks.begin(), checks.end(), [](const NamedCheck& c) { return !c.second.pass; });
   const auto t = common_threshold(checks);
   const std::string threshold = t ? "error ratio threshold " + ratio_str(*t) : "thresholds per check";

@@ -28,6 +28,10 @@ nlohmann::json json_number(double x);
 nlohmann::json check_json(const std::string& id, const CheckResult& r);
 // A range note (gate/range.hpp) as the report's `range` object.
 nlohmann::json range_json(const RangeNote& note, bool excused);
+// The oracle note (tier, estimated own error, escalated slices) as the report's
+// `oracle` object (null when the check has none), and as one line of text.
+nlohmann::json oracle_json(const OracleNote& note);
+std::string oracle_line(const OracleNote& note);
 // "pass", "fail", or "range" (non-finite failures excused as a range finding).
 const char* verdict_name(const CheckResult& r);
 

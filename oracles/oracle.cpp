@@ -43,12 +43,13 @@ std::string inputs_digest(const TensorMap<double>& inputs) {
 
 io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, const Config& cfg,
                               const OracleOptions& opt, const std::map<std::string, std::string>& input_metadata) {
-  // Every (sequence, head) its own run, on all cores (oracles/slices.hpp):
-  // bit-identical to one run over the batch, whatever the thread count.
-  SliceOptions split;
-  split.split = true;
-  const LayerResult point = run_layer_sliced(layer, opt.form, {Tier::mpfr, opt.bits}, in.tensors, cfg, opt.chunk_size,
-                                             opt.direction, split);
+  // Every (sequence, head) its own run, on all cores, in the tier the request
+  // asks for (oracles/oracle_tier.hpp, oracles/slices.hpp): bit-identical to one
+  // run over the batch, whatever the thread count.
+  OracleRequest req;
+  req.mode = opt.mode;
+  req.bits = opt.bits;
+  const OracleResult point = compute_oracle_values(layer, opt.form, in.tensors, cfg, opt.direction, req, opt.chunk_size);
   const LayerSpec spec = direction_spec(layer.spec, opt.direction);
   auto meta = base_metadata("oracle", layer.spec, cfg);
   meta["form"] = form_name(opt.form);
@@ -56,6 +57,19 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   if (!one_token_at_a_time(opt.form)) meta["chunk_size"] = std::to_string(opt.chunk_size);
   meta["precision"] = fmt::format("mpfr:{}", opt.bits);
   meta["working_bits"] = std::to_string(point.working_bits);
+  // Which tier produced it (docs/error-model.md, "Oracle tiers"): "mpfr:N", "dd"
+  // or "dd+mpfr:N"; the escalated slices as "b:h" ("*:h" for every batch row).
+  const OracleProvenance& pv = point.provenance;
+  meta["oracle_tier"] = pv.tier;
+  meta["oracle_unit"] = pv.unit;
+  meta["oracle_slices"] = std::to_string(pv.slices);
+  std::string escalated;
+  for (const OracleSlice& sl : pv.escalated)
+    escalated += fmt::format("{}{}:{}", escalated.empty() ? "" : ",", sl.b < 0 ? std::string("*") : std::to_string(sl.b),
+                             sl.h < 0 ? std::string("*") : std::to_string(sl.h));
+  meta["oracle_escalated"] = escalated;
+  if (opt.mode == OracleMode::fast)
+    meta["oracle_estimated_relative_error"] = fmt::format("{:.3g}", pv.max_error_over_target * 0x1p-53);
   meta["certified"] = opt.certified ? "true" : "false";
   if (const auto s = input_metadata.find("seed"); s != input_metadata.end()) meta["seed"] = s->second;
   meta["inputs_digest"] = inputs_digest(in.tensors);
@@ -70,16 +84,22 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   if (!nonfinite.empty()) meta["nonfinite_outputs"] = nonfinite;
   TensorMap<double> out = point.values;
   if (opt.certified) {
+    SliceOptions split;
+    split.split = true;
     const LayerResult box = run_layer_sliced(layer, opt.form, {Tier::mpfi, opt.bits}, in.tensors, cfg, opt.chunk_size,
                                              opt.direction, split);
     for (const auto& [name, t] : point.values) {
       if (const TensorSpec* ts = spec.output(name); ts && !ts->certifiable) continue;
       const auto& lo = box.lower.at(name);
       const auto& hi = box.upper.at(name);
+      const auto own = point.own_error.find(name);
       // The MPFR value is computed at the same precision as the enclosure; a point
-      // outside it means one of the two tiers is wrong, never the user's input.
+      // outside it means one of the two tiers is wrong, never the user's input. A
+      // double-double value (--oracle-tier auto) may lie off the enclosure by its
+      // estimated own error, no more.
       for (std::size_t i = 0; i < t.data.size(); ++i)
-        if (!(lo.data[i] <= t.data[i] && t.data[i] <= hi.data[i]))
+        if (const double slack = own == point.own_error.end() ? 0.0 : own->second.data[i];
+            !(lo.data[i] - slack <= t.data[i] && t.data[i] <= hi.data[i] + slack))
           throw std::logic_error(fmt::format("internal: {} output '{}' element {} = {} outside its enclosure [{}, {}]",
                                              layer.spec.name, name, i, t.data[i], lo.data[i], hi.data[i]));
       out[name + ".lower"] = lo;

@@ -7,6 +7,7 @@
 
 #include "oracles/config.hpp"
 #include "oracles/io/safetensors.hpp"
+#include "oracles/oracle_tier.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/validate.hpp"
 
@@ -20,6 +21,11 @@ struct OracleOptions {
   unsigned bits = 256;
   bool certified = false;  // also an MPFI enclosure: tensors "<name>.lower", "<name>.upper"
   int chunk_size = 64;
+  // mpfr (the default of `ttrcheck oracle` and `vectors`: MPFR throughout), or
+  // fast: double-double where its estimated own error is negligible against
+  // float64's bound, MPFR slices elsewhere (oracles/oracle_tier.hpp). Recorded in
+  // the metadata (`oracle_tier`, `oracle_escalated`, ...) either way.
+  OracleMode mode = OracleMode::mpfr;
 };
 
 // The metadata every file we write carries (docs/design.md: layer, config, seed,

@@ -9,7 +9,9 @@
 namespace ttr {
 
 // The declared implementations: CPU runners (one per (layer, form, direction)
-// × tier of tiers.def, defined in the generated TUs, oracles/CMakeLists.txt) and
+// × tier of tiers.def serving the form, defined in the generated TUs,
+// oracles/CMakeLists.txt; a tier restricted by TTR_TIER_FORMS is declared for
+// every form but its address is taken only where it serves) and
 // device kernels (defined in gpu/<layer>/binding.cpp).
 namespace runners {
 #define TTR_FORM(layer, form, direction) \
@@ -49,7 +51,7 @@ std::deque<LayerEntry>& table() {
   add_varlen_input(out.back().spec);
 #define TTR_FORM(layer, form, direction)                                                                     \
   entry(#layer).forms.push_back(                                                                             \
-      {Form::form, Direction::direction, TTR_TIER_RUNNERS(runners::layer##__##form##__##direction)});
+      {Form::form, Direction::direction, TTR_TIER_RUNNERS(runners::layer##__##form##__##direction, form)});
 #define TTR_KERNEL(layer, backend, form, direction)                                                          \
   entry(#layer).kernels.push_back(                                                                           \
       {Backend::backend, Form::form, Direction::direction, &kernels::layer##__##backend##__##form##__##direction});

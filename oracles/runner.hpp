@@ -19,6 +19,9 @@ struct FormOptions {
 struct LayerResult {
   TensorMap<double> values;        // rounded to nearest (interval tiers: midpoint)
   TensorMap<double> lower, upper;  // interval tiers: outward-rounded enclosure
+  // The oracle tiers (oracles/oracle_tier.hpp): per value, the estimated size of
+  // its own error (0 where MPFR computed it); empty from a plain runner.
+  TensorMap<double> own_error;
   unsigned working_bits = 0;       // significand bits actually used
 };
 

@@ -284,13 +284,24 @@ SliceThreadsScope::~SliceThreadsScope() { t_threads = saved_; }
 LayerResult run_sliced(const LayerSpec& spec, LayerRunner run, const TensorMap<double>& in, const Config& cfg,
                        const FormOptions& opt, const SliceOptions& so) {
   if (!so.split && !in.count(kCuSeqlens)) return run(in, cfg, opt);
+  return run_sliced(
+      spec, [run](const TensorMap<double>& part, const Config& c, const FormOptions& o, const Slice&) { return run(part, c, o); },
+      in, cfg, opt, so);
+}
+
+LayerResult run_sliced(const LayerSpec& spec, const SliceRunner& run, const TensorMap<double>& in, const Config& cfg,
+                       const FormOptions& opt, const SliceOptions& so) {
+  Slice whole;  // a single run over everything
+  whole.row = -1;
+  whole.head = -1;
+  if (!so.split && !in.count(kCuSeqlens)) return run(in, cfg, opt, whole);
   const Mutant mutant = so.kernel_form ? active_mutant() : Mutant::none;
   const bool leak = mutant == kVarlenStateLeaks && spec.input("h0") && spec.output("ht");
   const Plan p = make_plan(spec, in, so, opt.chunk_size, mutant == kVarlenChunkStraddles);
   if (p.slices.empty()) {  // nothing it could cut (no per-token input, or axes it does not know)
     TensorMap<double> rest = in;
     rest.erase(kCuSeqlens);
-    return run(rest, cfg, opt);
+    return run(rest, cfg, opt, whole);
   }
   const std::size_t n = p.slices.size();
   std::vector<LayerResult> results(n);
@@ -321,7 +332,7 @@ LayerResult run_sliced(const LayerSpec& spec, LayerRunner run, const TensorMap<d
     auto& carry = carried[static_cast<std::size_t>(s.head + 1)];
     if (leak && carry) part["h0"] = *carry;
     if (so.before) so.before(s);
-    results[i] = run(part, cfg, opt);
+    results[i] = run(part, cfg, opt, s);
     if (so.after) so.after(s);
     if (leak) carry = results[i].values.at("ht");
   };
@@ -345,7 +356,8 @@ LayerResult run_sliced(const LayerSpec& spec, LayerRunner run, const TensorMap<d
       if (e) std::rethrow_exception(e);
   }
   LayerResult r;
-  r.working_bits = results.front().working_bits;
+  r.working_bits = results.front().working_bits;  // the fewest any slice used (the oracle tiers mix them)
+  for (const LayerResult& x : results) r.working_bits = std::min(r.working_bits, x.working_bits);
   const auto collect = [&](TensorMap<double> LayerResult::*m, bool lo, bool hi) {
     std::vector<TensorMap<double>*> parts;
     for (LayerResult& x : results) parts.push_back(&(x.*m));
@@ -354,6 +366,7 @@ LayerResult run_sliced(const LayerSpec& spec, LayerRunner run, const TensorMap<d
   collect(&LayerResult::values, false, false);
   collect(&LayerResult::lower, true, false);
   collect(&LayerResult::upper, false, true);
+  collect(&LayerResult::own_error, false, false);
   // Mutant (backward): dh0 of sequence n is the one of sequence n-1.
   if (mutant == kVarlenDh0FromPrevious && p.varlen)
     for (TensorMap<double>* m : {&r.values, &r.lower, &r.upper})

@@ -93,6 +93,15 @@ class SliceThreadsScope {
 LayerResult run_sliced(const LayerSpec& spec, LayerRunner run, const TensorMap<double>& in, const Config& cfg,
                        const FormOptions& opt, const SliceOptions& so);
 
+// The same with a run that also sees which slice it computes (the oracle tiers,
+// oracles/oracle_tier.hpp, decide their arithmetic per slice). A run over the
+// whole input (no slicing applies) gets the slice {index 0, row -1, head -1}.
+// Every map of the LayerResult is reassembled alike (own_error like values).
+using SliceRunner =
+    std::function<LayerResult(const TensorMap<double>& part, const Config&, const FormOptions&, const Slice&)>;
+LayerResult run_sliced(const LayerSpec& spec, const SliceRunner& run, const TensorMap<double>& in, const Config& cfg,
+                       const FormOptions& opt, const SliceOptions& so);
+
 // run_layer with slice options: the oracle's and the model's way to run a form
 // (so.split) on all cores.
 LayerResult run_layer_sliced(const LayerEntry& layer, Form form, const Arith& arith, const TensorMap<double>& inputs,

@@ -46,8 +46,9 @@ std::string layers_json() {
 
 FileOut oracle(const std::string& layer, const Tensors& tensors, const Metadata& metadata,
                const std::vector<std::string>& sets, bool backward, unsigned bits, const std::string& form,
-               int chunk_size, bool certified) {
+               int chunk_size, bool certified, const std::string& oracle_tier) {
   find_layer(layer);  // an unknown layer first, as the CLI does
+  const OracleMode mode = parse_oracle_mode(oracle_tier);
   io::TensorFile file = to_file(tensors, metadata, "inputs");
   io::TensorFile out;
   {
@@ -60,6 +61,7 @@ FileOut oracle(const std::string& layer, const Tensors& tensors, const Metadata&
     opt.bits = bits;
     opt.certified = certified;
     opt.chunk_size = chunk_size;
+    opt.mode = mode;
     out = compute_oracle(*in.layer, in.inputs, in.config, opt, in.file.metadata);
   }
   return file_out(out);
@@ -70,7 +72,8 @@ CheckRequest check_request(const std::string& layer, const Tensors& inputs, cons
                            const Tensors& candidate, const std::optional<Tensors>& oracle_tensors,
                            const Metadata& oracle_meta, const std::string& dtype, const std::string& policy,
                            const std::string& form, int chunk_size, int samples, std::uint64_t seed, bool backward,
-                           bool strict_range, const std::vector<std::string>& sets, const std::string& case_name) {
+                           bool strict_range, const std::vector<std::string>& sets, const std::string& case_name,
+                           const std::string& oracle_tier) {
   find_layer(layer);
   CheckRequest req;
   req.layer = layer;
@@ -85,6 +88,7 @@ CheckRequest check_request(const std::string& layer, const Tensors& inputs, cons
   req.seed = seed;
   req.backward = backward;
   req.strict_range = strict_range;
+  req.oracle_mode = parse_oracle_mode(oracle_tier);
   req.sets = sets;
   req.case_name = case_name;
   return req;
@@ -109,9 +113,11 @@ std::pair<std::string, std::string> check(const std::string& layer, const Tensor
                                           const Metadata& oracle_meta, const std::string& dtype,
                                           const std::string& policy, const std::string& form, int chunk_size,
                                           int samples, std::uint64_t seed, bool backward, bool strict_range,
-                                          const std::vector<std::string>& sets, const std::string& case_name) {
+                                          const std::vector<std::string>& sets, const std::string& case_name,
+                                          const std::string& oracle_tier) {
   const CheckRequest req = check_request(layer, inputs, in_meta, candidate, oracle_tensors, oracle_meta, dtype, policy,
-                                         form, chunk_size, samples, seed, backward, strict_range, sets, case_name);
+                                         form, chunk_size, samples, seed, backward, strict_range, sets, case_name,
+                                         oracle_tier);
   nb::gil_scoped_release release;
   std::vector<DomainViolation> domain;  // the guaranteed-domain note, as `check` writes it
   const NamedCheck c = run_check(req, &domain);
@@ -132,9 +138,10 @@ std::pair<std::vector<std::pair<std::string, std::string>>, std::string> explain
     const std::string& layer, const Tensors& inputs, const Metadata& in_meta, const Tensors& candidate,
     const std::optional<Tensors>& oracle_tensors, const Metadata& oracle_meta, const std::string& form,
     int chunk_size, int samples, std::uint64_t seed, bool backward, bool strict_range,
-    const std::vector<std::string>& sets, const std::string& case_name) {
+    const std::vector<std::string>& sets, const std::string& case_name, const std::string& oracle_tier) {
   const CheckRequest req = check_request(layer, inputs, in_meta, candidate, oracle_tensors, oracle_meta, "", "", form,
-                                         chunk_size, samples, seed, backward, strict_range, sets, case_name);
+                                         chunk_size, samples, seed, backward, strict_range, sets, case_name,
+                                         oracle_tier);
   nb::gil_scoped_release release;
   const PolicyExplanation e = ttr::explain_policy(req);
   std::vector<std::pair<std::string, std::string>> out;

@@ -96,6 +96,26 @@ def test_oracle_bit_identical_to_cli(cli, tmp_path, backward):
         assert all(np.array_equal(bits(ours64[n]), bits(theirs[n])) for n in theirs)
 
 
+def test_oracle_tier_auto_is_the_clis(cli, tmp_path):
+    """oracle(oracle_tier="auto") is `oracle --oracle-tier auto` bit for bit (forward and
+    backward), and within a float64 ulp of the MPFR oracle (docs/error-model.md, "Oracle tiers")."""
+    layer = "gated_delta_rule"
+    cli("vectors", "--layer", layer, "--suite", "tiny", "--seed", 4, "--no-oracle", "--backward", "--out", tmp_path)
+    f = sorted(tmp_path.glob("*.backward.inputs.safetensors"))[0]
+    arrays, meta = read_st(f)
+    ref = tmp_path / "ref.safetensors"
+    cli("oracle", "--layer", layer, "--in", f, "--out", ref, "--backward", "--oracle-tier", "auto")
+    theirs, _ = read_st(ref)
+    ours = ttrcheck.oracle(layer, arrays, json.loads(meta["config"]), backward=True, oracle_tier="auto")
+    mpfr = ttrcheck.oracle(layer, arrays, json.loads(meta["config"]), backward=True)
+    assert sorted(ours) == sorted(theirs) == sorted(mpfr)
+    for name in theirs:
+        assert np.array_equal(bits(ours[name]), bits(theirs[name])), name
+        assert np.all(np.abs(ours[name] - mpfr[name]) <= 2.0**-52 * np.abs(mpfr[name])), name
+    with pytest.raises(ttrcheck.InputError, match=r"^--oracle-tier: unknown value 'fast'"):
+        ttrcheck.oracle(layer, arrays, json.loads(meta["config"]), backward=True, oracle_tier="fast")
+
+
 def _case(layer="gated_delta_rule", backward=False):
     cases = ttrcheck.vectors(layer, "tiny", 0, backward=backward)
     return max(cases, key=lambda c: c.dims["T"] * c.dims["B"] * c.dims["H"])
@@ -112,9 +132,16 @@ def test_check_report_is_the_clis(cli, tmp_path):
     report = ttrcheck.check(c.layer, c.inputs, cand, config=c.config, name=f"tiny.{c.name}")
     assert report.to_json() == (tmp_path / "r.json").read_text()
     assert report.dtype == "bf16" and report.form == "chunk" and report.passed and report.verdict == "pass"
-    # The same check given the case's stored oracle, and given the inputs' metadata instead of config.
-    assert ttrcheck.check(c.layer, c.inputs, cand, config=c.config, oracle=c.oracle,
-                          name=f"tiny.{c.name}").to_json() == report.to_json()
+    assert json.loads(report.to_json())["checks"][0]["oracle"]["tier"] == "dd"
+    # The same check given the case's stored oracle (MPFR-256 throughout, as
+    # oracle_tier="mpfr" computes it): the same report but for the oracle note.
+    mpfr = json.loads(ttrcheck.check(c.layer, c.inputs, cand, config=c.config, name=f"tiny.{c.name}",
+                                     oracle_tier="mpfr").to_json())
+    stored = json.loads(ttrcheck.check(c.layer, c.inputs, cand, config=c.config, oracle=c.oracle,
+                                       name=f"tiny.{c.name}").to_json())
+    assert mpfr["checks"][0].pop("oracle")["tier"] == "mpfr:256"
+    assert stored["checks"][0].pop("oracle")["tier"] == "stored"
+    assert mpfr == stored
 
 
 def test_report_matches_the_schema():

@@ -77,3 +77,19 @@ def test_policy_matches_the_cli(case, cli, tmp_path):
 def test_bad_policy_is_an_input_error(case):
     with pytest.raises(ttrcheck.InputError, match=r"^--policy: unknown arithmetic policy 'tf16' "):
         ttrcheck.check("linear_attn", case.inputs, {"o": case.oracle["o"]}, policy="tf16")
+
+
+def test_explain_policy_takes_the_oracle_tier(case):
+    """One oracle for every policy, computed as oracle_tier says (docs/error-model.md,
+    "Oracle tiers"): double-double on these benign inputs by default, MPFR-256 when asked;
+    the verdicts are the same (the two oracles differ by at most a float64 ulp)."""
+    o, ht = tf32_linear_attention(case.inputs["q"], case.inputs["k"], case.inputs["v"], 0.25)
+    cand = {"o": o, "ht": ht}
+    fast = ttrcheck.explain_policy("linear_attn", case.inputs, cand, config={"scale": 0.25})
+    mpfr = ttrcheck.explain_policy("linear_attn", case.inputs, cand, config={"scale": 0.25}, oracle_tier="mpfr")
+    assert {r.to_dict()["checks"][0]["oracle"]["tier"] for r in fast.reports.values()} == {"dd"}
+    assert {r.to_dict()["checks"][0]["oracle"]["tier"] for r in mpfr.reports.values()} == {"mpfr:256"}
+    assert fast.best == mpfr.best == "tf32"
+    assert [r.passed for r in fast.reports.values()] == [r.passed for r in mpfr.reports.values()]
+    with pytest.raises(ttrcheck.InputError, match=r"^--oracle-tier: unknown value 'dd' \(auto\|mpfr\)"):
+        ttrcheck.explain_policy("linear_attn", case.inputs, cand, config={"scale": 0.25}, oracle_tier="dd")

@@ -104,18 +104,20 @@ def _check_range(what: str, value: int, lo: int, hi: int) -> int:
 
 def oracle(layer: str, inputs: ArrayMap, config: Optional[Mapping[str, Any]] = None, *, backward: bool = False,
            bits: int = 256, form: str = "sequential", chunk_size: int = 64,
-           certified: bool = False) -> Dict[str, np.ndarray]:
+           certified: bool = False, oracle_tier: str = "mpfr") -> Dict[str, np.ndarray]:
     """The layer's outputs in MPFR at `bits` bits, rounded to float64 (`ttrcheck oracle`).
 
     `inputs` maps tensor names to arrays or tensors (any of F64/F32/F16/BF16; bf16
     as a torch.bfloat16 tensor or :class:`BF16`); `backward=True` also takes the
     cotangents (do, dht, ...) and returns the gradients (dq, dk, ...). `certified`
-    adds '<name>.lower'/'<name>.upper', an MPFI enclosure.
+    adds '<name>.lower'/'<name>.upper', an MPFI enclosure. `oracle_tier="auto"`
+    (`oracle --oracle-tier auto`): double-double where its estimated own error is
+    negligible, MPFR slices elsewhere (docs/error-model.md, "Oracle tiers").
     """
     _check_range("bits", bits, 24, 100000)
     _check_range("chunk_size", chunk_size, 1, 1 << 20)
     tensors, _ = _core.oracle(layer, encode_map(inputs, "inputs"), {}, config_sets(config), bool(backward),
-                              int(bits), form, int(chunk_size), bool(certified))
+                              int(bits), form, int(chunk_size), bool(certified), str(oracle_tier))
     return decode_list(tensors)
 
 
@@ -136,7 +138,7 @@ def _check_options(chunk_size: int, samples: Optional[int], seed: int, oracle: O
 def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[str] = None,
           policy: Optional[str] = None, config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
           chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
-          oracle: Optional[ArrayMap] = None, name: Optional[str] = None) -> Report:
+          oracle: Optional[ArrayMap] = None, name: Optional[str] = None, oracle_tier: str = "auto") -> Report:
     """A candidate's outputs judged against the oracle under the error model (`ttrcheck check`).
 
     `dtype` is the kernel's arithmetic (bf16|fp16|fp32|fp64; default: the storage
@@ -146,13 +148,16 @@ def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[
     runs (chunk|scan|sequential; default chunk where the layer has it; sequential_dg_sum for
     FLA's fused-recurrent gla/simple_gla backward, dg by a reverse running sum). `oracle` may
     hold precomputed float64 outputs (from :func:`oracle`, or a :class:`Case`'s, with
-    its metadata) to skip recomputing them. Returns a :class:`Report`.
+    its metadata) to skip recomputing them; otherwise `oracle_tier` says how it is
+    computed: "auto" (double-double where its estimated own error is negligible,
+    MPFR-256 slices elsewhere; the report's `oracle` object says which) or "mpfr"
+    (MPFR-256 throughout, as :func:`oracle` computes it). Returns a :class:`Report`.
     """
     samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
     js, table = _core.check(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                             oracle_tensors, oracle_meta, dtype or "", policy or "", form or "", int(chunk_size),
                             int(samples), int(seed), bool(backward), bool(strict_range), config_sets(config),
-                            name or "")
+                            name or "", str(oracle_tier))
     return Report(js, table)
 
 
@@ -175,13 +180,16 @@ class PolicyExplanation:
 def explain_policy(layer: str, inputs: ArrayMap, candidate: ArrayMap, *,
                    config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
                    chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
-                   oracle: Optional[ArrayMap] = None, name: Optional[str] = None) -> PolicyExplanation:
+                   oracle: Optional[ArrayMap] = None, name: Optional[str] = None,
+                   oracle_tier: str = "auto") -> PolicyExplanation:
     """Which arithmetic explains a candidate's error: :func:`check` under every policy of
-    ``check --explain-policy`` (fp32, tf32, fp16, bf16-storage, bf16), one oracle for all."""
+    ``check --explain-policy`` (fp32, tf32, fp16, bf16-storage, bf16), one oracle for all
+    (computed as `oracle_tier` says, as in :func:`check`)."""
     samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
     pairs, best = _core.explain_policy(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                                        oracle_tensors, oracle_meta, form or "", int(chunk_size), int(samples),
-                                       int(seed), bool(backward), bool(strict_range), config_sets(config), name or "")
+                                       int(seed), bool(backward), bool(strict_range), config_sets(config), name or "",
+                                       str(oracle_tier))
     return PolicyExplanation({p: Report(js, table) for p, (js, table) in zip(_core.explain_order(), pairs)},
                              best or None)
 

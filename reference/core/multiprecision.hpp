@@ -107,23 +107,31 @@ struct binary_scaling<mpfr_real> {
 
 // Allocation-free inner-loop primitives for MPFR: a fused multiply-add rounds once
 // (more accurate than the generic two-rounding form; the oracle only gains).
-inline void mul_add_to(mpfr_real& acc, const mpfr_real& a, const mpfr_real& b) {
-  mpfr_fma(acc.backend().data(), a.backend().data(), b.backend().data(), acc.backend().data(), MPFR_RNDN);
-}
-inline void scale_by(mpfr_real& x, const mpfr_real& d) {
-  mpfr_mul(x.backend().data(), x.backend().data(), d.backend().data(), MPFR_RNDN);
-}
+// Specialisations of scalar_ops (scalar.hpp), not overloads: every caller gets
+// them whatever the include order (tests/core/scalar_ops_order_test.cpp).
+template <>
+struct scalar_ops<mpfr_real> {
+  static void mul_add_to(mpfr_real& acc, const mpfr_real& a, const mpfr_real& b) {
+    mpfr_fma(acc.backend().data(), a.backend().data(), b.backend().data(), acc.backend().data(), MPFR_RNDN);
+  }
+  static void scale_by(mpfr_real& x, const mpfr_real& d) {
+    mpfr_mul(x.backend().data(), x.backend().data(), d.backend().data(), MPFR_RNDN);
+  }
+};
 // MPFI: the same without temporaries; interval fma is not offered by MPFI, so two
 // enclosing operations (still an enclosure).
-inline void mul_add_to(mpfi_real& acc, const mpfi_real& a, const mpfi_real& b) {
-  thread_local mpfi_real tmp;
-  if (mpfi_get_prec(tmp.backend().data()) != mpfi_get_prec(acc.backend().data()))
-    mpfi_set_prec(tmp.backend().data(), mpfi_get_prec(acc.backend().data()));
-  mpfi_mul(tmp.backend().data(), a.backend().data(), b.backend().data());
-  mpfi_add(acc.backend().data(), acc.backend().data(), tmp.backend().data());
-}
-inline void scale_by(mpfi_real& x, const mpfi_real& d) {
-  mpfi_mul(x.backend().data(), x.backend().data(), d.backend().data());
-}
+template <>
+struct scalar_ops<mpfi_real> {
+  static void mul_add_to(mpfi_real& acc, const mpfi_real& a, const mpfi_real& b) {
+    thread_local mpfi_real tmp;
+    if (mpfi_get_prec(tmp.backend().data()) != mpfi_get_prec(acc.backend().data()))
+      mpfi_set_prec(tmp.backend().data(), mpfi_get_prec(acc.backend().data()));
+    mpfi_mul(tmp.backend().data(), a.backend().data(), b.backend().data());
+    mpfi_add(acc.backend().data(), acc.backend().data(), tmp.backend().data());
+  }
+  static void scale_by(mpfi_real& x, const mpfi_real& d) {
+    mpfi_mul(x.backend().data(), x.backend().data(), d.backend().data());
+  }
+};
 
 }  // namespace ttr

@@ -5,8 +5,13 @@
 // (std:: for float/double, friends for the emulated 16-bit types, Boost for MPFR
 // and MPFI). scalar_traits<T> adds what the language does not give uniformly:
 // conversion from and to double and a name. Two in-place primitives, mul_add_to
-// and scale_by, carry the inner loops; tiers may overload them to avoid
-// temporaries (MPFR does, see multiprecision.hpp).
+// and scale_by, carry the inner loops; a tier changes them by specialising
+// scalar_ops<T> next to its type (MPFR does, see multiprecision.hpp), never by
+// overloading the free functions: an overload is found only by the templates
+// parsed after it (ADL does not look in ttr for a Boost number), so the choice
+// would depend on include order and one binary could hold two instantiations of
+// the same template (ODR; the linker keeps either). A class specialisation is
+// looked up when the caller is instantiated, whatever the include order.
 #pragma once
 
 #include <cmath>
@@ -61,13 +66,23 @@ T from_double(double x) { return scalar_traits<T>::from_double(x); }
 template <class T>
 double to_double(const T& x) { return scalar_traits<T>::to_double(x); }
 
-// acc += a * b, rounded as the tier rounds (two roundings for native types:
-// we build with -ffp-contract=off so no fused multiply-add is introduced).
+// The inner-loop primitives of a tier. Generic: acc += a * b with two roundings
+// (native types: we build with -ffp-contract=off so no fused multiply-add is
+// introduced), x *= d. Specialised next to a scalar type that does better (MPFR:
+// one rounding, no temporaries), and only there, so that every translation unit
+// instantiating a caller for that type sees the specialisation.
 template <class T>
-inline void mul_add_to(T& acc, const T& a, const T& b) { acc += a * b; }
-// x *= d.
+struct scalar_ops {
+  static void mul_add_to(T& acc, const T& a, const T& b) { acc += a * b; }
+  static void scale_by(T& x, const T& d) { x *= d; }
+};
+
+// acc += a * b, rounded as the tier rounds (scalar_ops<T>).
 template <class T>
-inline void scale_by(T& x, const T& d) { x *= d; }
+inline void mul_add_to(T& acc, const T& a, const T& b) { scalar_ops<T>::mul_add_to(acc, a, b); }
+// x *= d (scalar_ops<T>).
+template <class T>
+inline void scale_by(T& x, const T& d) { scalar_ops<T>::scale_by(x, d); }
 
 // Dot product sum_i a[i] * b[i] accumulated left to right (the order is part of
 // the definition of the low-precision sequential tiers).

@@ -9,15 +9,13 @@
 // and 17 and every checkpoint spacing C ∈ {1, 2, 3, ⌈√T⌉, T, T + 3}. Bit for bit means
 // the same IEEE bits (signed zeros included) and, in MPFR, the same value and sign.
 //
-// The MPFR case runs on a private type, mpfr256 below (MPFR at a fixed 256 bits),
-// not on ttr::mpfr_real: the delta core's unqualified mul_add_to/scale_by find
-// mpfr_real's fused overloads (reference/core/multiprecision.hpp) only in TUs that
-// declare them before the template (ADL does not look in ttr for a Boost number),
-// so one binary can hold two different instantiations of delta_sequence_backward
-// <mpfr_real>, of which the linker keeps one: a comparison of two mpfr_real
-// functions would depend on the link order. No other TU instantiates the core for
-// mpfr256, so both sides here are compiled alike (generic primitives, each product
-// and sum rounded to 256 bits).
+// The MPFR case runs on a private type, mpfr256 below (MPFR at a fixed 256 bits,
+// no scalar_ops specialisation: generic primitives, each product and sum rounded
+// to 256 bits), not on ttr::mpfr_real. It was written when mpfr_real's fused
+// primitives were overloads found only after multiprecision.hpp (one binary could
+// hold two instantiations of the core); they are now a scalar_ops specialisation
+// that every caller sees (tests/precision/scalar_ops_order_test.cpp), and the
+// private type stays as a second, unfused MPFR arithmetic.
 #include <gtest/gtest.h>
 
 #include <boost/multiprecision/mpfr.hpp>

@@ -1,7 +1,7 @@
 // `ttrcheck check` on hand-made candidates: the oracle rounded to bf16 passes; a
 // candidate shifted by one token fails; one NaN fails and the table names its
 // (b, t, h); truncated or mis-shaped candidates and foreign oracles exit 2 with
-// one line and no report left behind; a stored oracle gives the computed one's
+// one line and no report left behind; a stored oracle gives the computed (MPFR) one's
 // report byte for byte; reports are deterministic.
 #include <gtest/gtest.h>
 
@@ -234,15 +234,48 @@ TEST_F(CliCheck, CandidateWithoutFinalStateListsItAbsent) {
   EXPECT_EQ(report_doc()["checks"][0]["tensors"][1]["present"], false);
 }
 
+// `ttrcheck oracle` stores MPFR-256 throughout; `check --oracle-tier mpfr`
+// computes exactly that, so the report is the same byte for byte but for its
+// `oracle` note (tier mpfr:256 vs stored), and the text but for the oracle line.
+// The default (auto: double-double on these benign inputs) gives the same
+// verdicts, and ratios equal to 1e-9 relative (its oracle differs from MPFR's by
+// at most a float64 ulp: docs/error-model.md, "Oracle tiers").
 TEST_F(CliCheck, StoredOracleGivesTheSameReport) {
+  const auto without_oracle_lines = [](const std::string& out) {
+    std::istringstream in(out);
+    std::string kept;
+    for (std::string line; std::getline(in, line);)
+      if (line.find(": oracle ") == std::string::npos) kept += line + "\n";
+    return kept;
+  };
   for (const std::string& cand : {candidate(), candidate([](TensorMap<double>& t) { t.at("o").data[5] += 1.0; },
                                                         DType::BF16, "bad.safetensors")}) {
-    const CliResult computed = check(cand);
-    const std::string a = slurp(report());
+    const CliResult computed = check(cand, {"--oracle-tier", "mpfr"});
+    nlohmann::json a = report_doc();
+    const CliResult fast = check(cand);
+    nlohmann::json f = report_doc();
     const CliResult stored = check(cand, {"--oracle", oracle()});
+    nlohmann::json b = report_doc();
     EXPECT_EQ(computed.exit_code, stored.exit_code) << cand;
-    EXPECT_EQ(computed.out, stored.out);
-    EXPECT_EQ(a, slurp(report())) << cand;
+    EXPECT_EQ(fast.exit_code, stored.exit_code) << cand;
+    EXPECT_EQ(without_oracle_lines(computed.out), without_oracle_lines(stored.out));
+    EXPECT_NE(computed.out.find(": oracle mpfr:256"), std::string::npos) << computed.out;
+    EXPECT_NE(stored.out.find(": oracle stored"), std::string::npos) << stored.out;
+    EXPECT_NE(fast.out.find(": oracle dd, estimated own error"), std::string::npos) << fast.out;
+    EXPECT_EQ(a["checks"][0]["oracle"]["tier"], "mpfr:256");
+    EXPECT_EQ(b["checks"][0]["oracle"]["tier"], "stored");
+    EXPECT_EQ(f["checks"][0]["oracle"]["tier"], "dd");
+    for (const auto& [i, t] : f["checks"][0]["tensors"].items()) {
+      const nlohmann::json& m = a["checks"][0]["tensors"][std::stoul(i)];
+      if (t["max_ratio"].is_number())
+        EXPECT_NEAR(t["max_ratio"].get<double>(), m["max_ratio"].get<double>(), 1e-9 * m["max_ratio"].get<double>());
+      else
+        EXPECT_EQ(t["max_ratio"], m["max_ratio"]);
+      EXPECT_EQ(t["pass"], m["pass"]);
+    }
+    a["checks"][0].erase("oracle");
+    b["checks"][0].erase("oracle");
+    EXPECT_EQ(a, b) << cand;
   }
 }
 

@@ -205,4 +205,41 @@ TEST(Merge, RefusesAnEditedGateReport) {
   EXPECT_EQ(run_cli({"merge", "--out", t / "m", t / "s0", t / "s1"}).exit_code, 0);
 }
 
+// A check with a range finding (gate/range.hpp) merges with it: the merge reads
+// the `range` object back (before, a shard holding one was refused as "not as
+// this ttrcheck writes it", since the rewritten report lost it). The finding is
+// planted in a real shard's report, as the gate writes one: verdict "range", the
+// failures excused.
+TEST(Merge, KeepsARangeFinding) {
+  TempDir t;
+  for (int i = 0; i < 2; ++i)
+    run_ok({"gate", "--layer", "linear_attn", "--case", "small", "--seeds", "2", "--no-cuda", "--out",
+            t / ("s" + std::to_string(i)), "--shard", std::to_string(i) + "/2"});
+  auto doc = nlohmann::json::parse(slurp(t / "s1/report.json"));
+  const nlohmann::json range = {{"intermediate", "U"}, {"operation", "+"}, {"format", "fp32"},
+                                {"value", "inf"},      {"limit", 3.4028234663852886e38}, {"excused", true}};
+  nlohmann::json& check = doc["checks"][0];
+  ASSERT_TRUE(check["pass"].get<bool>());
+  check["range"] = range;
+  check["verdict"] = "range";
+  const std::string id = check["id"].get<std::string>();
+  spit(t / "s1/report.json", doc.dump(2) + "\n");
+  fs::remove(t / "s1/junit.xml");  // written before the edit; the report is the record here
+  const auto r = run_cli({"merge", "--out", t / "m", t / "s0", t / "s1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto merged = nlohmann::json::parse(slurp(t / "m/report.json"));
+  int found = 0;
+  for (const auto& c : merged["checks"])
+    if (c["id"] == id) {
+      ++found;
+      EXPECT_EQ(c["range"], range);
+      EXPECT_EQ(c["verdict"], "range");
+    } else {
+      EXPECT_TRUE(c["range"].is_null()) << c["id"];
+    }
+  EXPECT_EQ(found, 1);
+  // The JUnit file the merge writes names the finding.
+  EXPECT_NE(slurp(t / "m/junit.xml").find("beyond fp32"), std::string::npos);
+}
+
 }  // namespace

@@ -132,6 +132,26 @@ def main():
     ht_entry = doc["checks"][0]["tensors"][1]
     assert ht_entry["worst"]["t"] is None, ht_entry  # a state row has no token
 
+    # The oracle note (docs/error-model.md, "Oracle tiers"): a stored oracle says
+    # so; a computed one is double-double with its estimated own error far below
+    # 1/1000 of the bound on these benign inputs (nothing escalated), or MPFR-256
+    # throughout when asked for.
+    assert doc["checks"][0]["oracle"]["tier"] == "stored", doc["checks"][0]["oracle"]
+    for tier, want in (("auto", "dd"), ("mpfr", "mpfr:256")):
+        report = work / f"tier-{tier}.json"
+        run(ttrcheck, "check", "--layer", LAYER, "--in", str(inputs), "--candidate", str(good), "--oracle-tier", tier,
+            "--report", str(report), expect=0)
+        validate(report_v, report)
+        note = json.loads(report.read_text())["checks"][0]["oracle"]
+        assert note["tier"] == want and note["escalated"] == [] and note["slices"] >= 1, note
+        if tier == "auto":
+            assert isinstance(note["estimated_error_ratio"], float) and 0 < note["estimated_error_ratio"] < 1e-3, note
+            assert note["unit"] == "(b,h)", note
+        else:
+            assert note["estimated_error_ratio"] is None, note
+    run(ttrcheck, "check", "--layer", LAYER, "--in", str(inputs), "--candidate", str(good), "--oracle-tier", "dd",
+        expect=2)
+
     baseline = work / "baseline.json"
     run(ttrcheck, "baseline", "record", "--report", str(work / "good.json"), "--out", str(baseline), expect=0)
     validate(validator("baseline.schema.json"), baseline)
@@ -145,6 +165,7 @@ def main():
     doc = json.loads((shard / "report.json").read_text())
     assert doc["shard"]["index"] == 1 and doc["shard"]["count"] == 2, doc["shard"]
     assert len(doc["shard"]["check_units"]) == len(doc["checks"]) > 0, doc["shard"]
+    assert all(c["oracle"]["tier"] == "dd" for c in doc["checks"]), [c["oracle"] for c in doc["checks"]]
     run(ttrcheck, "baseline", "record", "--report", str(shard / "report.json"), "--out", str(work / "b1.json"), expect=0)
     validate(validator("baseline.schema.json"), work / "b1.json")
     assert json.loads((work / "b1.json").read_text())["shard"]["index"] == 1
