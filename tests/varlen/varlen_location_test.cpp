@@ -23,6 +23,17 @@ VectorCase location_case(bool varlen) {
   return {"varlen_location", "", {{"B", B}, {"T", 77}, {"H", 2}, {"K", 4}, {"V", 4}, {"N", 4}, {"D", 4}}, r, {}};
 }
 
+// The kernel under test: linear attention's chunk form in fp32, C = 16 (4 model runs:
+// the planted errors are far beyond any model).
+ModelSpec chunk_fp32() {
+  ModelSpec ms;
+  ms.form = Form::chunk;
+  ms.dtype = Tier::fp32;
+  ms.chunk_size = 16;
+  ms.samples = 4;
+  return ms;
+}
+
 struct Planted {
   std::int64_t t, h, sequence, token;
 };
@@ -32,11 +43,7 @@ TEST(VarlenLocation, ReportNamesTheSequenceAndTokenOfTheWorstRow) {
   const Config cfg = Config::make(e.spec, {});
   const TensorMap<double> in = generate_inputs(e.spec, location_case(true), 3);
   Judge judge(e, in, cfg, {Tier::mpfr, 128});
-  ModelSpec ms;
-  ms.form = Form::chunk;
-  ms.dtype = Tier::fp32;
-  ms.chunk_size = 16;
-  ms.samples = 4;
+  const ModelSpec ms = chunk_fp32();
   for (const Planted p : {Planted{16, 1, 2, 0}, Planted{57, 0, 3, 17}, Planted{0, 1, 0, 0}, Planted{15, 0, 0, 15}}) {
     TensorMap<double> cand = judge.oracle();
     Tensor<double>& o = cand.at("o");
@@ -78,11 +85,7 @@ TEST(VarlenLocation, FixedLengthReportsHaveNoSequence) {
   const Config cfg = Config::make(e.spec, {});
   const TensorMap<double> in = generate_inputs(e.spec, location_case(false), 3);
   Judge judge(e, in, cfg, {Tier::mpfr, 128});
-  ModelSpec ms;
-  ms.form = Form::chunk;
-  ms.dtype = Tier::fp32;
-  ms.chunk_size = 16;
-  ms.samples = 4;
+  const ModelSpec ms = chunk_fp32();
   TensorMap<double> cand = judge.oracle();
   cand.at("o").data[5] += 1.0;
   const CheckResult r = judge(cand, ms);
