@@ -243,6 +243,7 @@ CheckResult compare(const LayerSpec& spec, const TensorMap<double>& oracle, cons
   r.model_form = model.spec.form;
   r.direction = model.spec.direction;
   r.chunk_size = model.spec.chunk_size;
+  r.model_samples = model.spec.samples;
   for (const TensorSpec& out : spec.outputs) {
     if (!out.certifiable) continue;  // diagnostics of the arithmetic, not of the math
     // Not computed for these inputs (backward: the gradient of an optional input

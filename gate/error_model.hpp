@@ -133,6 +133,10 @@ struct CheckResult {
   Form model_form = Form::chunk;
   Direction direction = Direction::forward;  // backward: the tensors are gradients (d<input>)
   int chunk_size = 64;
+  // The Monte Carlo runs behind the model's scale: the spec's (8 by default), or
+  // more where the judge re-judged a near failure (gate/judge.cpp); 0: no model
+  // (a non-finite-only or kernel-vs-kernel verdict without one).
+  int model_samples = 0;
   double threshold = kRatioThreshold;
   std::vector<TensorVerdict> tensors;  // in the spec's output order
   bool pass = true;

@@ -79,6 +79,7 @@ NamedCheck check_from_json(const json& c) {
   r.direction = c.contains("direction") ? parse_direction(c.at("direction").get<std::string>()) : Direction::forward;
   r.chunk_size = c.at("chunk_size").get<int>();
   r.threshold = ratio_value(c.at("threshold"));
+  r.model_samples = c.value("model_samples", 0);
   r.pass = c.at("pass").get<bool>();
   // A range finding (gate/range.hpp): the traced form is the model's.
   if (const auto g = c.find("range"); g != c.end() && !g->is_null()) {

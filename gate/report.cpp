@@ -194,6 +194,7 @@ json check_json(const std::string& id, const CheckResult& r) {
   // A foreign kernel's policy (gate/policies.hpp); absent for the dtype's own, so
   // reports of native checks are unchanged.
   if (r.policy != Policy::native) doc["policy"] = policy_name(r.dtype, r.policy);
+  if (r.model_samples > 0) doc["model_samples"] = r.model_samples;
   return doc;
 }
 
