@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -20,47 +21,86 @@
 namespace ttr::test {
 namespace {
 
-TEST(Gate, CorrectKernelsPassTheDefaultSuite) {
+// The default suite's plan as the registry and the suite state it: per layer
+// (registry order), its forward unit per case, then its backward unit per case,
+// each unit one check per swept chunk/scan form of that direction × {bf16, fp32}
+// (sequential_dg_sum, a foreign kernel's model, only when named). Unit k is
+// shard k mod N's (gate/shard.hpp).
+std::vector<std::set<std::string>> default_suite_plan() {
+  std::vector<std::set<std::string>> units;
+  for (const LayerEntry& e : registry())
+    for (Direction d : {Direction::forward, Direction::backward}) {
+      std::vector<Form> forms;
+      for (Form f : e.form_list(d))
+        if (f != Form::sequential && sweeps_by_default(f)) forms.push_back(f);
+      if (forms.empty()) continue;
+      for (const GateCase& c : gate_cases("default")) {
+        std::set<std::string> ids;
+        for (Form f : forms)
+          for (const char* dtype : {"bf16", "fp32"})
+            ids.insert(fmt::format("{}/{}/{}/{}/0{}", e.spec.name, form_name(f), dtype, c.name,
+                                   d == Direction::backward ? "/backward" : ""));
+        units.push_back(std::move(ids));
+      }
+    }
+  return units;
+}
+
+// The README's main job, split into four CTest tests (each ~1/4 of it: the
+// whole took 447 s of CI's 600 s test timeout on 2 loaded cores), every shard
+// checked against the plan above: its units and their checks exactly, every
+// check passing, gradients judged (dq first) in the backward ones.
+constexpr std::uint64_t kDefaultSuiteShards = 4;
+
+class GateDefaultSuite : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST(Gate, DefaultSuitePlanHasEveryBackwardForm) {
+  const std::vector<std::set<std::string>> plan = default_suite_plan();
+  std::size_t backward = 0, forward = 0;
+  for (const auto& u : plan) (u.begin()->ends_with("/backward") ? backward : forward) += u.size();
+  EXPECT_GT(forward, 100u);  // every chunk/scan form × {bf16, fp32} × the suite's cases
+  EXPECT_GE(backward, 2u * 6u * gate_cases("default").size());  // the delta family's six chunk backward forms at least
+}
+
+TEST_P(GateDefaultSuite, CorrectKernelsPass) {
+  const std::vector<std::set<std::string>> plan = default_suite_plan();
   GateOptions o;
   o.seeds = 1;
+  o.shard = {GetParam(), kDefaultSuiteShards, "test"};
   const GateResult r = run_gate(o);
+  EXPECT_TRUE(r.pass);
+  EXPECT_EQ(r.units, plan.size());
+  std::map<std::size_t, std::set<std::string>> ran;
   double worst = 0;
   std::string at;
+  std::size_t backward = 0;
   for (const GateCheck& c : r.checks) {
     EXPECT_TRUE(c.result.pass) << c.id;
+    EXPECT_EQ(c.unit % kDefaultSuiteShards, GetParam()) << c.id;
+    ran[c.unit].insert(c.id);
+    if (c.id.ends_with("/backward")) {
+      ++backward;
+      EXPECT_EQ(c.result.direction, Direction::backward) << c.id;
+      ASSERT_FALSE(c.result.tensors.empty());
+      EXPECT_EQ(c.result.tensors.front().name, "dq") << c.id;
+    }
     for (const TensorVerdict& v : c.result.tensors)
       if (v.present && v.max_ratio > worst) {
         worst = v.max_ratio;
         at = c.id + " " + v.name;
       }
   }
-  EXPECT_TRUE(r.pass);
-  EXPECT_GT(r.checks.size(), 100u);  // every chunk/scan form × {bf16, fp32} × the suite's cases
-  // The backward forms are in: every registered non-sequential backward form the
-  // gate sweeps (sequential_dg_sum, a foreign kernel's model, only when named),
-  // each gradient judged (dq … dβ, dg where the layer has g, dh0 with h0).
-  std::size_t backward = 0;
-  for (const LayerEntry& e : registry())
-    for (Form f : e.form_list(Direction::backward))
-      if (f != Form::sequential && sweeps_by_default(f)) {
-        const std::string prefix = e.spec.name + "/" + form_name(f) + "/bf16/";
-        const auto n = std::count_if(r.checks.begin(), r.checks.end(), [&](const GateCheck& c) {
-          return c.id.starts_with(prefix) && c.id.ends_with("/backward");
-        });
-        EXPECT_EQ(n, static_cast<std::ptrdiff_t>(gate_cases("default").size()))
-            << prefix << ": one backward check per case of the default suite";
-        backward += static_cast<std::size_t>(n);
-      }
-  EXPECT_GE(backward, 6u * gate_cases("default").size());  // the delta family's six chunk backward forms at least
-  for (const GateCheck& c : r.checks)
-    if (c.id.ends_with("/backward")) {
-      EXPECT_EQ(c.result.direction, Direction::backward) << c.id;
-      ASSERT_FALSE(c.result.tensors.empty());
-      EXPECT_EQ(c.result.tensors.front().name, "dq") << c.id;
-    }
-  std::printf("default suite, 1 seed per case: %zu checks (%zu backward), largest error ratio %.3g (%s), threshold %g\n",
+  for (std::size_t k = GetParam(); k < plan.size(); k += kDefaultSuiteShards) {
+    ASSERT_TRUE(ran.count(k)) << "unit " << k << " of the plan (" << *plan[k].begin() << " …) did not run";
+    EXPECT_EQ(ran[k], plan[k]) << "unit " << k;
+  }
+  EXPECT_EQ(ran.size(), (plan.size() + kDefaultSuiteShards - 1 - GetParam()) / kDefaultSuiteShards);
+  std::printf("default suite shard %llu/%llu, 1 seed per case: %zu checks (%zu backward), largest error ratio %.3g (%s), "
+              "threshold %g\n",
+              static_cast<unsigned long long>(GetParam()), static_cast<unsigned long long>(kDefaultSuiteShards),
               r.checks.size(), backward, worst, at.c_str(), kRatioThreshold);
 }
+INSTANTIATE_TEST_SUITE_P(Shards, GateDefaultSuite, ::testing::Range<std::uint64_t>(0, kDefaultSuiteShards));
 
 // The cases of the default suite on which a mutant's conditions hold (its
 // optional inputs drawn, chunk size, partial last chunk, number of chunks), and
