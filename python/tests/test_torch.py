@@ -103,3 +103,33 @@ def test_fla_adapter_table_maps_names():
     ignored.__name__ = "chunk_gated_delta_rule"
     assert not ttrcheck.torch.validate(ignored, suites=["tiny"], dtypes=["fp32"], backward=False,
                                        config={"scale": 0.3}).passed
+
+
+def test_varlen_fla_signature_forward_and_backward():
+    """FLA's varlen convention: cu_seqlens (a LongTensor on the function's device) passed
+    through by the adapter, B = 1, initial_state and the final state [N, H, K, V]; each
+    sequence restarts from its own initial state. Autograd through the per-sequence
+    recurrence gives the gradients, judged on the `varlen` suite."""
+    def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+                               use_qk_l2norm_in_kernel=False, cu_seqlens=None, **kwargs):
+        assert cu_seqlens is not None and cu_seqlens.dtype == torch.int64 and not cu_seqlens.requires_grad
+        cu = cu_seqlens.tolist()
+        outs, finals = [], []
+        for n in range(len(cu) - 1):
+            s = slice(cu[n], cu[n + 1])
+            h0 = None if initial_state is None else initial_state[n:n + 1]
+            if cu[n + 1] == cu[n]:  # an empty sequence: no tokens, its final state is its initial one
+                outs.append(v[:, s])
+                finals.append(h0 if h0 is not None else v.new_zeros(1, q.shape[2], q.shape[3], v.shape[3]))
+                continue
+            o, ht = gdn(q[:, s], k[:, s], v[:, s], g[:, s], beta[:, s], h0=h0, scale=scale,
+                        use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel)
+            outs.append(o)
+            finals.append(ht)
+        return torch.cat(outs, 1), torch.cat(finals, 0)
+
+    result = ttrcheck.torch.validate(chunk_gated_delta_rule, suites=["varlen"], dtypes=["fp32"],
+                                     cases=["chunk_edges", "empty_sequences"], form="sequential")
+    assert result.passed, str(result)
+    assert {("backward", "dh0"), ("backward", "dq")} <= {(r.direction, r.tensor) for r in result.rows}
+    assert all(r.worst_sequence is not None for r in result.rows if r.verdict != "absent")

@@ -14,7 +14,10 @@ to ``normalize=True``, which our ``linear_attn`` does not model: the adapter pas
 fp32 ``initial_state`` (fla/ops/{kda,gla,precond_kda}/chunk.py): the adapter passes h0
 in fp32 whatever the dtype (exact: the inputs lie on the bf16 grid). The preconditioned ops (``chunk_precond_gated_delta_rule``,
 ``chunk_precond_kda`` and their fused-recurrent forms) use our tensor names already.
-Variable lengths (``cu_seqlens``) wait for ttrcheck's varlen inputs.
+Variable lengths: FLA's ``cu_seqlens`` (an int64 tensor of N+1 offsets, ``B = 1``;
+``initial_state`` and the final state ``[N, H, K, V]``) is ttrcheck's input of the same
+name and convention (docs/varlen.md), so the adapters pass it through unchanged: the
+``varlen`` suite validates an op's variable-length path.
 """
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ class Row:
     note: str = ""
     rel_rms: Optional[float] = None   # FLA's criterion: RMS(candidate - oracle) / RMS(oracle)
     max_abs: Optional[float] = None   # max |candidate - oracle| (FLA passes a tensor outright when <= 1e-6)
+    worst_sequence: Optional[tuple] = None  # varlen: (sequence, token) of `worst`
 
 
 class Validation:
@@ -55,6 +56,9 @@ class Validation:
         body = []
         for r in self.rows:
             worst = "-" if r.worst is None else "(" + ",".join("-" if x is None else str(x) for x in r.worst) + ")"
+            if r.worst_sequence is not None:  # varlen, as the CLI prints it: "(0,104,1) seq 2 t 4"
+                worst += f" seq {r.worst_sequence[0]}" + ("" if r.worst_sequence[1] is None
+                                                          else f" t {r.worst_sequence[1]}")
             ratio = "-" if r.verdict == "absent" else f"{r.max_ratio:.3g}"
             body.append((r.suite, r.case, r.dtype, r.direction, r.tensor, ratio, worst, str(r.nonfinite),
                          r.verdict + (f" ({r.note})" if r.note else "")))
@@ -82,6 +86,9 @@ class Backend:
 
     def values(self, x: Any) -> np.ndarray:  # its values as float64
         raise NotImplementedError
+
+    def index(self, values: np.ndarray) -> Any:  # an int64 array (cu_seqlens), where the function runs
+        return np.asarray(values, dtype=np.int64)
 
     def run(self, fn: Callable, adapter: Adapter, inputs: Dict[str, Any], config: Dict[str, Any],
             differentiable: set, cotangents: Optional[Dict[str, Any]]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
@@ -158,7 +165,7 @@ def _rows(report: Report, suite: str, case: str, dtype: str, direction: str, not
         rel, mx = fla_criterion(values[t.name], oracle[t.name]) if t.present and t.name in values and \
             t.name in oracle else (None, None)
         rows.append(Row(suite, case, dtype, direction, t.name, t.max_ratio, t.worst, t.nonfinite_failures,
-                        verdict, note, rel, mx))
+                        verdict, note, rel, mx, t.worst_sequence))
     return rows
 
 
@@ -195,8 +202,12 @@ def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: 
             source = case.backward_inputs if backward else case.inputs
             for dtype in dtypes:
                 # Every tensor as the function sees it; `seen` holds those values exactly.
-                given = {n: backend.cast(source[n], dtype) for n in sorted(source)}
-                seen = {n: backend.values(x) for n, x in given.items()}
+                # Integer tensors (varlen's cu_seqlens, FLA's keyword of the same name) stay
+                # int64: offsets, not values of the dtype under test.
+                integer = {n for n in source if np.asarray(source[n]).dtype.kind in "iu"}
+                given = {n: backend.index(source[n]) if n in integer else backend.cast(source[n], dtype)
+                         for n in sorted(source)}
+                seen = {n: np.asarray(source[n]) if n in integer else backend.values(x) for n, x in given.items()}
                 rounded = any(not np.array_equal(seen[n], np.asarray(source[n], dtype=np.float64)) for n in source)
                 note = f"inputs rounded to {dtype}" if rounded else ""
                 inputs = {n: given[n] for n in sorted(input_names & set(given))}

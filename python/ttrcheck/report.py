@@ -6,10 +6,17 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 Location = Tuple[int, Optional[int], int]  # (b, t, h); t is None for a state row (ht, dh0)
+# Varlen inputs (cu_seqlens): the row's sequence and its token in that sequence (None
+# for a state row, whose b is the sequence), beside the packed (b, t, h).
+SequenceLocation = Tuple[int, Optional[int]]
 
 
 def _loc(j) -> Optional[Location]:
     return None if j is None else (j["b"], j["t"], j["h"])
+
+
+def _seq(j) -> Optional[SequenceLocation]:
+    return None if j is None or "sequence" not in j else (j["sequence"], j["token"])
 
 
 def _num(x) -> float:
@@ -32,6 +39,8 @@ class TensorResult:
     nonfinite_failures: int   # NaN/Inf where the oracle is finite and representable
     first_nonfinite: Optional[Location]
     passed: bool
+    worst_sequence: Optional[SequenceLocation] = None            # varlen: (sequence, token) of `worst`
+    first_nonfinite_sequence: Optional[SequenceLocation] = None  # varlen: ... of `first_nonfinite`
 
 
 class Report:
@@ -59,7 +68,8 @@ class Report:
         self.tensors: Dict[str, TensorResult] = {
             t["name"]: TensorResult(t["name"], t["present"], t["elements"], t["rows"], _num(t["max_abs_error"]),
                                     _num(t["max_ratio"]), _loc(t["worst"]), t["nan_count"], t["inf_count"],
-                                    t["nonfinite_failures"], _loc(t["first_nonfinite"]), t["pass"])
+                                    t["nonfinite_failures"], _loc(t["first_nonfinite"]), t["pass"],
+                                    _seq(t["worst"]), _seq(t["first_nonfinite"]))
             for t in c["tensors"]}
 
     @property

@@ -17,19 +17,23 @@ from .report import Report, TensorResult
 __all__ = ["assert_matches_oracle", "failure_message"]
 
 
-def _where(loc) -> str:
+def _where(loc, seq=None) -> str:
     if loc is None:
         return "?"
     b, t, h = loc
-    return f"(b={b}, h={h})" if t is None else f"(b={b}, t={t}, h={h})"
+    where = f"(b={b}, h={h})" if t is None else f"(b={b}, t={t}, h={h})"
+    if seq is not None:  # varlen: the sequence, and the token in it
+        where += f" = sequence {seq[0]}" + ("" if seq[1] is None else f", token {seq[1]}")
+    return where
 
 
 def _line(t: TensorResult, threshold: float) -> str:
     if t.nonfinite_failures:
         return (f"  {t.name!r}: {t.nonfinite_failures} NaN/Inf where the oracle is finite, first at row "
-                f"{_where(t.first_nonfinite)} (NaN {t.nan_count}, Inf {t.inf_count}); greatest error ratio "
-                f"{t.max_ratio:.3g} at row {_where(t.worst)}")
-    return (f"  {t.name!r}: greatest error ratio {t.max_ratio:.3g} at row {_where(t.worst)} (up to {threshold:g} "
+                f"{_where(t.first_nonfinite, t.first_nonfinite_sequence)} (NaN {t.nan_count}, Inf {t.inf_count}); "
+                f"greatest error ratio {t.max_ratio:.3g} at row {_where(t.worst, t.worst_sequence)}")
+    return (f"  {t.name!r}: greatest error ratio {t.max_ratio:.3g} at row {_where(t.worst, t.worst_sequence)} "
+            f"(up to {threshold:g} "
             f"allowed); greatest absolute difference {t.max_abs_error:.3g}")
 
 

@@ -52,9 +52,13 @@ class TorchBackend(Backend):
     def values(self, x):
         return x.detach().to("cpu", self.torch.float64).numpy()
 
+    def index(self, values):  # FLA takes cu_seqlens as a LongTensor on the kernel's device
+        return self.torch.from_numpy(np.asarray(values, dtype=np.int64)).to(self.device)
+
     def run(self, fn, adapter, inputs, config, differentiable, cotangents):
         torch = self.torch
-        leaves = {n: t.clone().requires_grad_(cotangents is not None and n in differentiable)
+        leaves = {n: t.clone().requires_grad_(cotangents is not None and n in differentiable and
+                                              t.is_floating_point())
                   for n, t in inputs.items()}
         with torch.enable_grad():
             outs = adapter.call(fn, leaves, config)
