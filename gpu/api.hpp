@@ -91,8 +91,15 @@ void validate(const DeltaBackwardArgs& a);
 void delta_sequential_backward(const DeltaBackwardArgs& a);
 // The chunk backward (chunk 64; gpu/family/delta_chunk_backward.cu): the algorithm
 // and narrowing points of reference/family/delta_chunk_backward.hpp, the same
-// arguments and gradients.
+// arguments and gradients. Seven launches (FLA's chunk_gated_delta_rule_bwd
+// structure, parallel over chunks but for the two state passes); the workspace
+// (0.67 GB at B = 4, T = 4096, H = 8, K = V = 128, bf16; docs/gpu.md) is allocated
+// on the stream and freed before returning.
 void delta_chunk_backward(const DeltaBackwardArgs& a);
+// The same algorithm as one block per (b, h), sequential over chunks, fp32 FMA
+// only (gpu/family/delta_chunk_backward_reference.cu): the plain GPU reference
+// the staged kernel was written against, for benchmarks and comparisons.
+void delta_chunk_backward_reference(const DeltaBackwardArgs& a);
 
 // Row-wise L2 normalisation as FLA's use_qk_l2norm_in_kernel (reference/family/
 // l2norm.hpp): y = x / sqrt(‖x‖² + eps), computed in fp32 from x as stored (`dtype`),

@@ -1,9 +1,11 @@
 // Times the delta family's backward kernels for gated_delta_rule (scalar decay):
-// the chunk forward (gpu/family/delta_chunk.cu) for reference, the chunk
-// backward (gpu/family/delta_chunk_backward.cu) and the fused-recurrent backward
-// (gpu/family/delta_sequential_backward.cu) on the same inputs: median of
-// CUDA-event timings after a warm-up, and the relative RMS difference of the two
-// backward kernels' dq, dk, dv, dβ, dg.
+// the chunk forward (gpu/family/delta_chunk.cu) for reference, the staged chunk
+// backward (gpu/family/delta_chunk_backward.cu), the one-block-per-head chunk
+// backward it replaced (gpu/family/delta_chunk_backward_reference.cu: "before")
+// and the fused-recurrent backward (gpu/family/delta_sequential_backward.cu) on the
+// same inputs: median of CUDA-event timings after a warm-up, the staged kernel's
+// per-stage times (one more call with TTR_GPU_STAGE_TIMING=1), and the relative
+// RMS difference of the staged kernel's dq, dk, dv, dβ, dg from the other two.
 // Usage: gdn_backward_bench [B T H K V reps] (default B=4 T=4096 H=8 K=V=128, 5 repetitions).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
       f.beta = dev(beta.data(), rows * 4), a.do_ = dev(dout.data(), nv * 4);
     }
     f.g = dg, f.scale = 1.0f / std::sqrt(static_cast<float>(K));
-    void *o, *grads[2][5];
+    void *o, *grads[3][5];
     BENCH_CHECK(cudaMalloc(&o, nv * es));
     f.o = o;
     for (auto& set : grads) {
@@ -100,16 +102,29 @@ int main(int argc, char** argv) {
     const double tf = ttr::bench::median_ms([&] { ttr::gpu::delta_chunk_forward(f); }, reps);
     use(0);
     const double tc = ttr::bench::median_ms([&] { ttr::gpu::delta_chunk_backward(a); }, reps);
+    setenv("TTR_GPU_STAGE_TIMING", "1", 1);
+    std::fflush(stdout);
+    ttr::gpu::delta_chunk_backward(a);  // prints "stage ms: ..." on stderr
+    BENCH_CHECK(cudaDeviceSynchronize());
+    unsetenv("TTR_GPU_STAGE_TIMING");
     use(1);
     const double tr = ttr::bench::median_ms([&] { ttr::gpu::delta_sequential_backward(a); }, std::max(1, reps / 3));
+    use(2);
+    const double tref =
+        ttr::bench::median_ms([&] { ttr::gpu::delta_chunk_backward_reference(a); }, std::max(1, reps / 3));
     BENCH_CHECK(cudaDeviceSynchronize());
     const std::size_t n[5] = {nq, nq, nv, rows, rows};
     const char* names[5] = {"dq", "dk", "dv", "dbeta", "dg"};
-    std::printf("%s: chunk forward %.3f ms, chunk backward %.3f ms, recurrent backward %.3f ms; rel-RMS chunk vs recurrent:",
-                bf ? "bf16" : "fp32", tf, tc, tr);
-    for (int i = 0; i < 5; ++i)
-      std::printf(" %s %.2e", names[i], rel_rms(download(grads[0][i], n[i], bf && i < 4), download(grads[1][i], n[i], bf && i < 4)));
-    std::printf("\n");
+    std::printf("%s: chunk forward %.3f ms, chunk backward %.3f ms (before: one block per head %.1f ms), recurrent "
+                "backward %.3f ms\n",
+                bf ? "bf16" : "fp32", tf, tc, tref, tr);
+    for (int other = 2; other >= 1; --other) {
+      std::printf("  rel-RMS chunk vs %s:", other == 2 ? "before" : "recurrent");
+      for (int i = 0; i < 5; ++i)
+        std::printf(" %s %.2e", names[i],
+                    rel_rms(download(grads[0][i], n[i], bf && i < 4), download(grads[other][i], n[i], bf && i < 4)));
+      std::printf("\n");
+    }
   }
   return 0;
 }

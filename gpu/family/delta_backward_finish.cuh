@@ -26,7 +26,7 @@ __device__ inline float sum32(float x) {
 struct DeltaGradPartials {
   float* dq;     // [NB, rows, K] (times `scale` in finish)
   float* dk;     // [NB, rows, K]: the read key's
-  float* dw;     // [NB, rows, K]: the write key's
+  float* dw;     // [NB, rows, K]: the write key's (nullptr: already added to dk)
   float* dg;     // [NB, rows, Kg]
   float* dbeta;  // [NB, rows]: of the β the recurrence used
 };
@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(256) finish(std::int64_t rowsTotal, int K, int
     if (i < K)
       for (int nb = 0; nb < NB; ++nb) {
         const std::int64_t at = (nb * rowsTotal + row) * K + i;
-        sq += work.dq[at], sk += work.dk[at], sw += work.dw[at];
+        sq += work.dq[at], sk += work.dk[at];
+        if (work.dw) sw += work.dw[at];
         if constexpr (D == Decay::per_key) sg += work.dg[at];
       }
     gq[c] = scale * sq;

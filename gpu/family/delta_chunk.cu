@@ -40,25 +40,15 @@
 #include "gpu/core/mma_sync.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/tile.cuh"
+#include "gpu/family/delta_chunk_stages.cuh"
 
 namespace ttr::gpu {
 namespace {
 
-constexpr int kChunk = 64;
+using chunk::kChunk;
+using chunk::Shape;
+using chunk::Work;  // stage intermediates (delta_chunk_stages.cuh)
 constexpr int kThreads = 256;
-
-struct Shape {
-  int B, T, H, K, V, NT, Tp, Kg;  // Kg: gate width (K per-key, else 1)
-};
-
-struct Work {  // stage intermediates, per (b, h) contiguous
-  void* W;     // E [BH][Tp][K]
-  void* U;     // E [BH][Tp][V]
-  float* G;    // fp32 [BH][Tp][Kg]  cumulative gates, chunk-local
-  void* Hs;    // E [BH][NT][K][V]   chunk-initial states as operands
-  void* D;     // E [BH][Tp][V]      Δ
-  void* WD;    // E [BH][Tp][K]      write keys decayed to the chunk end, narrow(w ⊙ e^{b_last − b})
-};
 
 // T = (I + A)⁻¹ for a strictly lower triangular 64×64 fp32 A in shared memory
 // (leading dimension lda), by forward substitution, one column per group of 4
@@ -193,6 +183,10 @@ __global__ void __launch_bounds__(kThreads) ut_transform_kernel(Shape s, const E
     }
   }
   __syncthreads();  // wt may be kt, overwritten next
+  if (work.Tn) {  // the narrowed inverse, for the backward (delta_chunk_stages.cuh)
+    E* Tg = static_cast<E*>(work.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk;
+    for (int i = threadIdx.x; i < kChunk * kChunk; i += blockDim.x) Tg[i] = tn[(i / kChunk) * ldc + i % kChunk];
+  }
   for (int i = threadIdx.x; i < kChunk * K; i += blockDim.x) {
     const int t = i / K, d = i % K;
     float x = Elem<E>::to_float(kt[t * ldk + d]);
@@ -425,51 +419,89 @@ void set_smem(Kern kernel, std::size_t bytes) {
   allow_smem(kernel, bytes, "gpu delta kernel");
 }
 
-// The bf16 stages (delta_chunk_bf16.cuh). State-pass tiles of 16 columns:
-// B·H·V/16 blocks (256 at B = 4, H = 8, V = 128, two per multiprocessor, whose
-// sequential chains hide each other's latency); TTR_GPU_STATE_BV=32 (V a
-// multiple of 32) halves the blocks and the redundant W reads (benchmark aid).
-template <Decay D, class Mark>
-void launch_bf16(const DeltaArgs& a, const Shape& s, unsigned BH, const Work& work, cudaStream_t stream, Mark&& mark) {
-  using bf16 = __nv_bfloat16;
-  const auto* q = static_cast<const bf16*>(a.q);
-  const auto* k = static_cast<const bf16*>(a.k);
-  const auto* w = static_cast<const bf16*>(a.w);
-  const auto* v = static_cast<const bf16*>(a.v);
-  const auto* beta = static_cast<const bf16*>(a.beta);
-  const std::size_t sm1 = bf16k::ut_smem(s, w != nullptr);
-  set_smem(bf16k::ut_transform<D>, sm1);
-  bf16k::ut_transform<D><<<dim3(s.NT, BH), kThreads, sm1, stream>>>(s, k, w, v, beta, a.g, a.kaczmarz,
-                                                                     a.kaczmarz_eps, work);
-  TTR_CUDA_CHECK_LAUNCH("ut_transform_kernel");
-  mark(1);
-  static const bool wide = [] {
-    const char* e = std::getenv("TTR_GPU_STATE_BV");
-    return e && std::string(e) == "32";
-  }();
-  if (wide && a.V % 32 == 0) {
-    const std::size_t sm2 = bf16k::state_smem<D>(s, 32);
-    set_smem(bf16k::state_pass<D, 32>, sm2);
-    bf16k::state_pass<D, 32><<<dim3(a.V / 32, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+// Stage 1: the bf16 kernel of delta_chunk_bf16.cuh, the generic one for fp32.
+template <class E, Decay D>
+void stage1(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t stream) {
+  const unsigned BH = static_cast<unsigned>(s.B) * s.H;
+  const E* k = static_cast<const E*>(a.k);
+  const E* w = static_cast<const E*>(a.w);
+  const E* v = static_cast<const E*>(a.v);
+  const E* beta = static_cast<const E*>(a.beta);
+  if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+    const std::size_t sm1 = bf16k::ut_smem(s, w != nullptr);
+    set_smem(bf16k::ut_transform<D>, sm1);
+    bf16k::ut_transform<D><<<dim3(s.NT, BH), kThreads, sm1, stream>>>(s, k, w, v, beta, a.g, a.kaczmarz,
+                                                                       a.kaczmarz_eps, work);
   } else {
-    const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
-    set_smem(bf16k::state_pass<D, 16>, sm2);
-    bf16k::state_pass<D, 16><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+    const std::size_t sm1 = ut_smem<E>(s, w != nullptr);
+    set_smem(ut_transform_kernel<E, D>, sm1);
+    ut_transform_kernel<E, D><<<dim3(s.NT, BH), kThreads, sm1, stream>>>(s, k, w, v, beta, a.g, a.kaczmarz,
+                                                                          a.kaczmarz_eps, work);
+  }
+  TTR_CUDA_CHECK_LAUNCH("ut_transform_kernel");
+}
+
+// Stage 2. bf16: state-pass tiles of 16 columns, B·H·V/16 blocks (256 at B = 4,
+// H = 8, V = 128, two per multiprocessor, whose sequential chains hide each
+// other's latency); TTR_GPU_STATE_BV=32 (V a multiple of 32) halves the blocks and
+// the redundant W reads (benchmark aid). fp32: 16 columns too, double-buffered
+// where shared memory allows.
+template <class E, Decay D>
+void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t stream) {
+  const unsigned BH = static_cast<unsigned>(s.B) * s.H;
+  if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+    static const bool wide = [] {
+      const char* e = std::getenv("TTR_GPU_STATE_BV");
+      return e && std::string(e) == "32";
+    }();
+    if (work.states_f32) {
+      const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
+      set_smem(bf16k::state_pass<D, 16, true>, sm2);
+      bf16k::state_pass<D, 16, true><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+    } else if (wide && a.V % 32 == 0) {
+      const std::size_t sm2 = bf16k::state_smem<D>(s, 32);
+      set_smem(bf16k::state_pass<D, 32>, sm2);
+      bf16k::state_pass<D, 32><<<dim3(a.V / 32, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+    } else {
+      const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
+      set_smem(bf16k::state_pass<D, 16>, sm2);
+      bf16k::state_pass<D, 16><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+    }
+  } else {
+    const int bv2 = 16;
+    const int smem_max = max_smem_optin();
+    const int stages = state_smem<E>(s, bv2, 2) <= static_cast<std::size_t>(smem_max) ? 2 : 1;
+    const std::size_t sm2 = state_smem<E>(s, bv2, stages);
+    set_smem(state_pass_kernel<E, D>, sm2);
+    state_pass_kernel<E, D><<<dim3(a.V / bv2, BH), kThreads, sm2, stream>>>(s, bv2, stages, a.h0, a.ht, work);
   }
   TTR_CUDA_CHECK_LAUNCH("state_pass_kernel");
-  mark(2);
-  const std::size_t sm3 = bf16k::output_smem(s);
-  set_smem(bf16k::output<D>, sm3);
-  bf16k::output<D><<<dim3(s.NT, BH), kThreads, sm3, stream>>>(s, q, w ? w : k, a.scale, static_cast<bf16*>(a.o),
-                                                              work);
+}
+
+// Stage 3: bf16 one block per (chunk, head) over all of V; fp32 V tiles of 64
+// (or 32, 16) columns.
+template <class E, Decay D>
+void stage3(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t stream) {
+  const unsigned BH = static_cast<unsigned>(s.B) * s.H;
+  const E* q = static_cast<const E*>(a.q);
+  const E* wkey = static_cast<const E*>(a.w ? a.w : a.k);
+  if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+    const std::size_t sm3 = bf16k::output_smem(s);
+    set_smem(bf16k::output<D>, sm3);
+    bf16k::output<D><<<dim3(s.NT, BH), kThreads, sm3, stream>>>(s, q, wkey, a.scale, static_cast<E*>(a.o), work);
+  } else {
+    const int bv3 = a.V % 64 == 0 ? 64 : (a.V % 32 == 0 ? 32 : 16);
+    const std::size_t sm3 = output_smem<E>(s, bv3);
+    set_smem(output_kernel<E, D>, sm3);
+    output_kernel<E, D><<<dim3(s.NT, a.V / bv3, BH), kThreads, sm3, stream>>>(s, bv3, q, wkey, a.scale,
+                                                                               static_cast<E*>(a.o), work);
+  }
   TTR_CUDA_CHECK_LAUNCH("output_kernel");
-  mark(3);
 }
 
 template <class E, Decay D>
 void launch(const DeltaArgs& a) {
-  Shape s{a.B, a.T, a.H, a.K, a.V, (a.T + kChunk - 1) / kChunk, 0, D == Decay::per_key ? a.K : 1};
-  s.Tp = s.NT * kChunk;
+  const Shape s = chunk::shape_of(a);
   auto stream = static_cast<cudaStream_t>(a.stream);
   const std::int64_t BH = static_cast<std::int64_t>(a.B) * a.H;
   const std::size_t bytesW = BH * s.Tp * a.K * sizeof(E), bytesU = BH * s.Tp * a.V * sizeof(E);
@@ -486,46 +518,16 @@ void launch(const DeltaArgs& a) {
   work.D = ws + off, off += align(bytesU);
   work.G = reinterpret_cast<float*>(ws + off), off += align(bytesG);
   work.Hs = ws + off;
-  const E* q = static_cast<const E*>(a.q);
-  const E* k = static_cast<const E*>(a.k);
-  const E* w = static_cast<const E*>(a.w);
-  const E* v = static_cast<const E*>(a.v);
-  const E* beta = static_cast<const E*>(a.beta);
-  const E* wkey = w ? w : k;
   // TTR_GPU_STAGE_TIMING=1: per-stage event times on stderr (benchmarking aid).
   StageTimer timer(stream, {"ut_transform", "state_pass", "output"});
-  auto mark = [&](int i) { timer.mark(static_cast<std::size_t>(i)); };
   try {
-    mark(0);
-    if constexpr (std::is_same_v<E, __nv_bfloat16>) {
-      launch_bf16<D>(a, s, static_cast<unsigned>(BH), work, stream, mark);
-    } else {
-      const std::size_t sm1 = ut_smem<E>(s, w != nullptr);
-      set_smem(ut_transform_kernel<E, D>, sm1);
-      ut_transform_kernel<E, D><<<dim3(s.NT, static_cast<unsigned>(BH)), kThreads, sm1, stream>>>(
-          s, k, w, v, beta, a.g, a.kaczmarz, a.kaczmarz_eps, work);
-      TTR_CUDA_CHECK_LAUNCH("ut_transform_kernel");
-      mark(1);
-      // V tiles of 16 columns in the state pass: B·H·V/16 blocks (256 at the
-      // benchmark's B = 4, H = 8, V = 128: two sequential chains per multiprocessor
-      // hide each other's latency), double-buffered where shared memory allows.
-      const int bv2 = 16;
-      const int smem_max = max_smem_optin();
-      const int stages = state_smem<E>(s, bv2, 2) <= static_cast<std::size_t>(smem_max) ? 2 : 1;
-      const std::size_t sm2 = state_smem<E>(s, bv2, stages);
-      set_smem(state_pass_kernel<E, D>, sm2);
-      state_pass_kernel<E, D><<<dim3(a.V / bv2, static_cast<unsigned>(BH)), kThreads, sm2, stream>>>(
-          s, bv2, stages, a.h0, a.ht, work);
-      TTR_CUDA_CHECK_LAUNCH("state_pass_kernel");
-      mark(2);
-      const int bv3 = a.V % 64 == 0 ? 64 : (a.V % 32 == 0 ? 32 : 16);
-      const std::size_t sm3 = output_smem<E>(s, bv3);
-      set_smem(output_kernel<E, D>, sm3);
-      output_kernel<E, D><<<dim3(s.NT, a.V / bv3, static_cast<unsigned>(BH)), kThreads, sm3, stream>>>(
-          s, bv3, q, wkey, a.scale, static_cast<E*>(a.o), work);
-      TTR_CUDA_CHECK_LAUNCH("output_kernel");
-      mark(3);
-    }
+    timer.mark(0);
+    stage1<E, D>(a, s, work, stream);
+    timer.mark(1);
+    stage2<E, D>(a, s, work, stream);
+    timer.mark(2);
+    stage3<E, D>(a, s, work, stream);
+    timer.mark(3);
   } catch (...) {
     (void)cudaFreeAsync(ws, stream);
     throw;
@@ -543,6 +545,30 @@ void launch_decay(const DeltaArgs& a) {
   }
 }
 
+// One of the stages for the dtype and decay of `a`.
+template <template <class, Decay> class Stage>
+void dispatch(const DeltaArgs& a, const Shape& s, const Work& w) {
+  auto stream = static_cast<cudaStream_t>(a.stream);
+  auto by_decay = [&](auto e) {
+    using E = decltype(e);
+    switch (a.decay) {
+      case Decay::none: return Stage<E, Decay::none>::run(a, s, w, stream);
+      case Decay::scalar: return Stage<E, Decay::scalar>::run(a, s, w, stream);
+      case Decay::per_key: return Stage<E, Decay::per_key>::run(a, s, w, stream);
+    }
+  };
+  if (a.dtype == DType::bf16) by_decay(__nv_bfloat16{});
+  else by_decay(float{});
+}
+template <class E, Decay D>
+struct Stage1 {
+  static void run(const DeltaArgs& a, const Shape& s, const Work& w, cudaStream_t st) { stage1<E, D>(a, s, w, st); }
+};
+template <class E, Decay D>
+struct Stage2 {
+  static void run(const DeltaArgs& a, const Shape& s, const Work& w, cudaStream_t st) { stage2<E, D>(a, s, w, st); }
+};
+
 }  // namespace
 
 void delta_chunk_forward(const DeltaArgs& a) {
@@ -550,5 +576,10 @@ void delta_chunk_forward(const DeltaArgs& a) {
   if (a.dtype == DType::bf16) launch_decay<__nv_bfloat16>(a);
   else launch_decay<float>(a);
 }
+
+namespace chunk {
+void launch_ut_transform(const DeltaArgs& a, const Shape& s, const Work& w) { dispatch<Stage1>(a, s, w); }
+void launch_state_pass(const DeltaArgs& a, const Shape& s, const Work& w) { dispatch<Stage2>(a, s, w); }
+}  // namespace chunk
 
 }  // namespace ttr::gpu

@@ -158,7 +158,14 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
       st2(kt + t * ldk + d, pack_bf16(bt[t] * x.x, bt[t] * x.y));
     }
   // T = (I + A)⁻¹ (delta_chunk.cu: unit_lower_inverse), stored narrowed (FLA's solve_tril).
-  unit_lower_inverse(A, lda, [&](int t, int j, float x) { tn[t * ldc + j] = __float2bfloat16_rn(x); });
+  // The backward (delta_chunk_stages.cuh) also takes it from here.
+  bf16* Tg = work.Tn ? static_cast<bf16*>(work.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk
+                     : nullptr;
+  unit_lower_inverse(A, lda, [&](int t, int j, float x) {
+    const bf16 y = __float2bfloat16_rn(x);
+    tn[t * ldc + j] = y;
+    if (Tg) Tg[t * kChunk + j] = y;
+  });
   __syncthreads();
   // W = T (β ⊙ K ⊙ e^{b}),  U = T (β ⊙ V), stored narrowed (FLA's w, u). T is unit
   // lower triangular: k-steps past the warp's row strip are exact zeros.
@@ -212,7 +219,9 @@ inline std::size_t ut_smem(const Shape& s, bool separate_w) {
 // ---------------------------------------------------------------- stage 2
 // Block: BV state columns of one head, K/16 warps, warp w owning state rows
 // 16w .. 16w+15 as mma accumulators (S never leaves registers until ht).
-template <Decay D, int BV>
+// kF32States: the stored chunk-initial states are S itself in fp32 (for the
+// backward, delta_chunk_stages.cuh), not its narrowed operand.
+template <Decay D, int BV, bool kF32States = false>
 __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __restrict__ h0,
                                                        float* __restrict__ ht, Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -252,7 +261,7 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
   const bf16* Ug = static_cast<const bf16*>(work.U) + static_cast<std::int64_t>(bh) * s.Tp * V + j0;
   const float* Gg = work.G + static_cast<std::int64_t>(bh) * s.Tp * s.Kg;
   const bf16* WDg = static_cast<const bf16*>(work.WD) + static_cast<std::int64_t>(bh) * s.Tp * K;
-  bf16* Hg = static_cast<bf16*>(work.Hs) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
+  const std::int64_t hbase = static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
   bf16* Dg = static_cast<bf16*>(work.D) + static_cast<std::int64_t>(bh) * s.Tp * V + j0;
   auto prefetch = [&](int n) {
     const int t0 = n * kChunk, buf = n & 1;
@@ -268,15 +277,22 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
     const int t0 = n * kChunk, c = min(kChunk, s.T - t0), buf = n & 1;
     // h_n = narrow(S): the chunk-initial state as an operand, here and stored.
     // (hs was last read by the previous step's Δ product, before its second barrier.)
-    bf16* Hn = Hg + static_cast<std::int64_t>(n) * K * V;
+    const std::int64_t hn = hbase + static_cast<std::int64_t>(n) * K * V;
 #pragma unroll
     for (int nt = 0; nt < NT8; ++nt) {
       const int col = 8 * nt + 2 * qd;
       const unsigned lo = pack_bf16(S[nt][0], S[nt][1]), hi = pack_bf16(S[nt][2], S[nt][3]);
       st2(hs + r0 * ldb + col, lo);
       st2(hs + r1 * ldb + col, hi);
-      st2(Hn + static_cast<std::int64_t>(r0) * V + col, lo);
-      st2(Hn + static_cast<std::int64_t>(r1) * V + col, hi);
+      if constexpr (kF32States) {
+        float* Hn = static_cast<float*>(work.Hs) + hn;
+        *reinterpret_cast<float2*>(Hn + static_cast<std::int64_t>(r0) * V + col) = make_float2(S[nt][0], S[nt][1]);
+        *reinterpret_cast<float2*>(Hn + static_cast<std::int64_t>(r1) * V + col) = make_float2(S[nt][2], S[nt][3]);
+      } else {
+        bf16* Hn = static_cast<bf16*>(work.Hs) + hn;
+        st2(Hn + static_cast<std::int64_t>(r0) * V + col, lo);
+        st2(Hn + static_cast<std::int64_t>(r1) * V + col, hi);
+      }
     }
     cp_async_wait<0>();
     __syncthreads();  // chunk n's tiles and h_n visible; chunk n − 1's buffers free

@@ -1,0 +1,207 @@
+// Chunk backward, stage 4 (grid V/BV × B·H, sequential over the chunks, last
+// first): the backward state pass (FLA's chunk_gated_delta_rule_bwd_dhu). The
+// state gradient's V columns are independent, as the state's are in the forward
+// (dΔ's column j reads only column j of dS_end, and dS_0's column j only dΔ's
+// and dO's column j), so the block owns BV columns of dS for one head, K/16
+// warps, warp w the rows 16w .. 16w+15 as mma accumulators for the whole pass.
+// Per chunk, with dS = dS_end in fp32 (reference/family/delta_chunk_backward.hpp):
+//   rowdot_i = Σ_j dS_ij S_0,ij          (fp32 × the fp32 state: the gate term
+//                                         db_last += e^{b_last} rowdot, summed by dqkwg)
+//   dH = narrow(dS)                      (dS_end as an operand, stored: FLA's dh)
+//   dΔ = narrow(scale·Mᵀ dO + (W ⊙ e^{b_last − b}) dH)       (stored: FLA's dv2)
+//   dS ← Diag(e^{b_last}) dS + scale·(Q ⊙ e^{b})ᵀ dO − Wᵀ dΔ  (dS_0, the next chunk's dS_end)
+// and at the end dh0 = dS. Barriers: two per chunk; the next chunk's tiles load
+// by cp.async while this one computes where shared memory allows two stages.
+#pragma once
+
+#include "gpu/family/delta_chunk_backward/common.cuh"
+
+namespace ttr::gpu::chunk_bwd {
+
+// Per stage: W, WD, QD (64 × K), M (64 × 64), dO (64 × BV), the b_last gates.
+template <class E, Decay D>
+inline std::size_t dstate_stage_bytes(const Shape& s, int bv) {
+  return 3 * tile_bytes<E>(kChunk, s.K) + tile_bytes<E>(kChunk, kChunk) + tile_bytes<E>(kChunk, bv) +
+         tile_bytes<float>(1, D == Decay::per_key ? s.K : 4);
+}
+template <class E, Decay D>
+inline std::size_t dstate_smem(const Shape& s, int bv, int stages) {
+  return tile_bytes<E>(s.K, bv) + tile_bytes<E>(kChunk, bv) + stages * dstate_stage_bytes<E, D>(s, bv);
+}
+
+template <class E, Decay D, int BV>
+__global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int stages) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int NU = BV / 16;  // 16-column units of the tile
+  const Shape& s = a.s;
+  const int tile = blockIdx.x, j0 = tile * BV, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
+  const int K = s.K, V = s.V, ldk = padded_ld<E>(K), ldb = padded_ld<E>(BV);
+  constexpr int ldm = padded_ld<E>(kChunk);
+  const Lane L = lane_of();
+  const int warps = blockDim.x / 32, r0 = 16 * L.warp + L.g, r1 = r0 + 8;
+  const int gn = D == Decay::per_key ? K : 4;
+  SmemArena arena{smem};
+  E* dse = arena.take<E>(K, BV);      // dH of this chunk, the operand of (W ⊙ e^{b_last−b}) dH
+  E* dDt = arena.take<E>(kChunk, BV);  // dΔ, the operand of Wᵀ dΔ
+  unsigned char* stage0 = arena.p;
+  E* Wb0 = arena.take<E>(kChunk, K);
+  E* WDb0 = arena.take<E>(kChunk, K);
+  E* QDb0 = arena.take<E>(kChunk, K);
+  E* Mb0 = arena.take<E>(kChunk, kChunk);
+  E* dOb0 = arena.take<E>(kChunk, BV);
+  float* gb0 = arena.take<float>(1, gn);
+  const int stride = static_cast<int>(arena.p - stage0);  // bytes, a multiple of 128
+  auto at = [&](auto* p0, int buf) {
+    return reinterpret_cast<decltype(p0)>(reinterpret_cast<unsigned char*>(p0) + buf * stride);
+  };
+  const std::int64_t wbase = static_cast<std::int64_t>(bh) * s.Tp;
+  const E* Wg = static_cast<const E*>(w.fwd.W) + wbase * K;
+  const E* WDg = static_cast<const E*>(w.fwd.WD) + wbase * K;
+  const E* QDg = static_cast<const E*>(w.QD) + wbase * K;
+  const E* Mg = static_cast<const E*>(w.M) + wbase * kChunk;
+  const float* Gg = w.fwd.G + wbase * s.Kg;
+  auto prefetch = [&](int n) {
+    const int t0 = n * kChunk, c = min(kChunk, s.T - t0), buf = n & (stages - 1);
+    const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+    load_rows_async(at(Wb0, buf), ldk, Wg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
+    load_rows_async(at(WDb0, buf), ldk, WDg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
+    load_rows_async(at(QDb0, buf), ldk, QDg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
+    load_rows_async(at(Mb0, buf), ldm, Mg + static_cast<std::int64_t>(t0) * kChunk, kChunk, kChunk, kChunk, kChunk);
+    load_rows_async(at(dOb0, buf), ldb, a.do_ + row0 * V + j0, static_cast<std::int64_t>(s.H) * V, kChunk, c, BV);
+    if constexpr (D == Decay::per_key) load_flat_async(at(gb0, buf), Gg + static_cast<std::int64_t>(t0 + kChunk - 1) * K, K);
+    if constexpr (D == Decay::scalar) load_flat_async(at(gb0, buf), Gg + t0 + kChunk - 4, 4);
+    cp_async_commit();
+  };
+
+  // dS = ∂L/∂S_T: dht as a 16-bit input (narrowed), or zero.
+  const std::int64_t sbase = static_cast<std::int64_t>(bh) * K * V + j0;
+  float dS[NU][2][4];
+  [[maybe_unused]] float S0[NU][2][4];
+  auto for_each = [&](auto&& f) {  // f(u, j, e, row, column in the tile)
+#pragma unroll
+    for (int u = 0; u < NU; ++u)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) f(u, j, e, e < 2 ? r0 : r1, 16 * u + 8 * j + 2 * L.q + e % 2);
+  };
+  for_each([&](int u, int j, int e, int r, int col) {
+    dS[u][j][e] = a.dht ? narrow<E>(a.dht[sbase + static_cast<std::int64_t>(r) * V + col]) : 0.0f;
+  });
+  const float* Hs = static_cast<const float*>(w.fwd.Hs) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
+  auto load_state = [&](int n) {  // the fp32 chunk-initial state S_0 of chunk n, this lane's elements
+    if constexpr (D != Decay::none)
+      for_each([&](int u, int j, int e, int r, int col) {
+        S0[u][j][e] = Hs[static_cast<std::int64_t>(n) * K * V + static_cast<std::int64_t>(r) * V + col];
+      });
+  };
+  E* dHg = static_cast<E*>(w.dH) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
+  E* dDg = static_cast<E*>(w.dD) + wbase * V + j0;
+  float* rowdot = w.rowdot + (static_cast<std::int64_t>(bh) * s.NT * w.NVT + tile) * K;
+
+  prefetch(s.NT - 1);
+  load_state(s.NT - 1);
+  for (int n = s.NT - 1; n >= 0; --n) {
+    const int t0 = n * kChunk, buf = n & (stages - 1);
+    // rowdot_i = Σ_j dS_ij S_0,ij over this tile's columns (fp32 × fp32), in a fixed order.
+    if constexpr (D != Decay::none) {
+      float p0 = 0.0f, p1 = 0.0f;
+#pragma unroll
+      for (int u = 0; u < NU; ++u)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          p0 = fmaf(dS[u][j][0], S0[u][j][0], p0), p0 = fmaf(dS[u][j][1], S0[u][j][1], p0);
+          p1 = fmaf(dS[u][j][2], S0[u][j][2], p1), p1 = fmaf(dS[u][j][3], S0[u][j][3], p1);
+        }
+      p0 = quad_sum(p0), p1 = quad_sum(p1);
+      if (L.q == 0) {
+        rowdot[static_cast<std::int64_t>(n) * w.NVT * K + r0] = p0;
+        rowdot[static_cast<std::int64_t>(n) * w.NVT * K + r1] = p1;
+      }
+      if (n > 0) load_state(n - 1);
+    }
+    // dH = narrow(dS), here (dse was last read before the previous chunk's second
+    // barrier) and stored.
+    E* dHn = dHg + static_cast<std::int64_t>(n) * K * V;
+#pragma unroll
+    for (int u = 0; u < NU; ++u)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int col = 16 * u + 8 * j + 2 * L.q;
+        st_pair(dse + r0 * ldb + col, dS[u][j][0], dS[u][j][1]);
+        st_pair(dse + r1 * ldb + col, dS[u][j][2], dS[u][j][3]);
+        st_pair(dHn + static_cast<std::int64_t>(r0) * V + col, dS[u][j][0], dS[u][j][1]);
+        st_pair(dHn + static_cast<std::int64_t>(r1) * V + col, dS[u][j][2], dS[u][j][3]);
+      }
+    cp_async_wait<0>();
+    __syncthreads();  // chunk n's tiles and dH visible; the other buffer free
+    if (stages == 2 && n > 0) prefetch(n - 1);
+    const E* Wt = at(Wb0, buf);
+    const E* WDt = at(WDb0, buf);
+    const E* QDt = at(QDb0, buf);
+    const E* Mt = at(Mb0, buf);
+    const E* dOt = at(dOb0, buf);
+    // dΔ = narrow(scale·Mᵀ dO + (W ⊙ e^{b_last − b}) dH), 64 × BV in 16 × 16 units.
+    // Mᵀ is upper triangular: k-steps s0 < m0 are zeros.
+    for (int uu = L.warp; uu < 4 * NU; uu += warps) {
+      const int m0 = 16 * (uu % 4), n0 = 16 * (uu / 4);
+      Unit acc;
+      zero(acc);
+      for (int s0 = m0; s0 < kChunk; s0 += 16) mma16<true, false>(acc, Mt, ldm, m0, dOt, ldb, n0, s0);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] *= a.scale;
+      for (int k0 = 0; k0 < K; k0 += 16) mma16<false, false>(acc, WDt, ldk, m0, dse, ldb, n0, k0);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int ta = m0 + L.g, tb = ta + 8, col = n0 + 8 * j + 2 * L.q;
+        st_pair(dDt + ta * ldb + col, acc[j][0], acc[j][1]);
+        st_pair(dDt + tb * ldb + col, acc[j][2], acc[j][3]);
+        st_pair(dDg + static_cast<std::int64_t>(t0 + ta) * V + col, acc[j][0], acc[j][1]);
+        st_pair(dDg + static_cast<std::int64_t>(t0 + tb) * V + col, acc[j][2], acc[j][3]);
+      }
+    }
+    // dS ← Diag(e^{b_last}) dS + scale·(Q ⊙ e^{b})ᵀ dO (independent of dΔ).
+    if constexpr (D != Decay::none) {
+      const float* gl = at(gb0, buf);
+      const float f0 = expf(gl[D == Decay::per_key ? r0 : 3]), f1 = expf(gl[D == Decay::per_key ? r1 : 3]);
+#pragma unroll
+      for (int u = 0; u < NU; ++u)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) dS[u][j][0] *= f0, dS[u][j][1] *= f0, dS[u][j][2] *= f1, dS[u][j][3] *= f1;
+    }
+#pragma unroll
+    for (int u = 0; u < NU; ++u) {
+      Unit tmp;
+      zero(tmp);
+      for (int s0 = 0; s0 < kChunk; s0 += 16) mma16<true, false>(tmp, QDt, ldk, 16 * L.warp, dOt, ldb, 16 * u, s0);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dS[u][j][e] = fmaf(a.scale, tmp[j][e], dS[u][j][e]);
+    }
+    __syncthreads();  // dΔ visible
+    // dS −= Wᵀ dΔ.
+#pragma unroll
+    for (int u = 0; u < NU; ++u) {
+      Unit tmp;
+      zero(tmp);
+      for (int s0 = 0; s0 < kChunk; s0 += 16) mma16<true, false>(tmp, Wt, ldk, 16 * L.warp, dDt, ldb, 16 * u, s0);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dS[u][j][e] -= tmp[j][e];
+    }
+    if (stages == 1 && n > 0) {
+      __syncthreads();  // every warp is done with the single buffer
+      prefetch(n - 1);
+    }
+  }
+  if (a.dh0)
+    for_each([&](int u, int j, int e, int r, int col) {
+      a.dh0[sbase + static_cast<std::int64_t>(r) * V + col] = dS[u][j][e];
+    });
+}
+
+}  // namespace ttr::gpu::chunk_bwd

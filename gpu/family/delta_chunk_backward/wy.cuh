@@ -1,0 +1,353 @@
+// Chunk backward, stage 6 (grid chunks × B·H; FLA's prepare_wy_repr_bwd with the
+// rest of dk, dβ and dg): the backward of the WY / UT transform of one chunk
+// (reference/family/delta_chunk_backward.hpp). With X = Diag(β)(K ⊙ e^{b}) and
+// Y = Diag(β) V as the forward narrows them (bk, bv), T the forward's narrowed
+// inverse (I + A)⁻¹, A = Diag(β) G, G_ts = (K Kᵀ)_ts e^{b_t − b_s} on s < t:
+//   dT  = dΔ bvᵀ + dWy bkᵀ on s < t      (dU = dΔ; dWy from stage 5)
+//   dbv = Tᵀ dΔ:  dv = β ⊙ dbv,  dβ_t += Σ_j dbv_tj v_tj
+//   dbk = Tᵀ dWy: dk = β e^{b} ⊙ dbk,  dβ_t += Σ_d dbk_td kd_td,  db_t += Σ_d dbk_td bk_td
+//   dA  = −Tᵀ dT Tᵀ on s < t:  dβ_t += Σ_s dA_ts G_ts;  E = β_t dA_ts Γ_ts
+//   dk += E K,  dw += Eᵀ K,  db_t += Σ_s E_ts (KKᵀ)_ts − Σ_t' E_t't (KKᵀ)_t't
+// then the chunk's gradients: dk + dw (each narrowed, summed: `finish` adds them
+// as the read and the write key's), dβ narrowed, dg the chunk-local reverse
+// cumulative sum of db (stage 5's partials first, in key-block order). dT and
+// Tᵀ dT are fp32 in the reference: wide operands here (common.cuh).
+#pragma once
+
+#include "gpu/family/delta_chunk_backward/common.cuh"
+#include "gpu/family/delta_chunk_backward/pairwise.cuh"
+
+namespace ttr::gpu::chunk_bwd {
+
+template <class E>
+constexpr int wide_tiles() {
+  return std::is_same_v<E, float> ? 1 : 2;
+}
+
+// The region first holding dΔ, bv, dWy (phase 1), then Tᵀ dT and E (per key: dA,
+// G, and the pairwise dk, dw in fp32).
+template <class E, Decay D>
+__host__ __device__ inline std::size_t wy_region(const Shape& s) {
+  const std::size_t p1 = 2 * tile_bytes<E>(kChunk, s.V) + tile_bytes<E>(kChunk, s.K);
+  const std::size_t p2 = D == Decay::per_key
+                             ? 2 * tile_bytes<float>(kChunk, kChunk) + 2 * tile_bytes<float>(kChunk, s.K)
+                             : 2 * wide_tiles<E>() * tile_bytes<E>(kChunk, kChunk);
+  return p1 > p2 ? p1 : p2;
+}
+template <class E, Decay D>
+inline std::size_t wy_smem(const Shape& s) {
+  return tile_bytes<E>(kChunk, kChunk) + 2 * tile_bytes<E>(kChunk, s.K) +
+         wide_tiles<E>() * tile_bytes<E>(kChunk, kChunk) + wy_region<E, D>(s) + tile_bytes<float>(1, 10 * kChunk);
+}
+
+template <class E, Decay D>
+__global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int ldc = padded_ld<E>(kChunk), ldp = padded_ld<float>(kChunk);
+  const Shape& s = a.s;
+  const int n = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
+  const int t0 = n * kChunk, c = min(kChunk, s.T - t0), K = s.K, V = s.V;
+  const int ldk = padded_ld<E>(K), ldv = padded_ld<E>(V), ldf = padded_ld<float>(K);
+  const Lane L = lane_of();
+  const int m0 = 16 * (L.warp % 4), half = L.warp / 4, strip = L.warp % 4;
+  SmemArena arena{smem};
+  E* Tt = arena.take<E>(kChunk, kChunk);
+  E* kt = arena.take<E>(kChunk, K);   // k as stored
+  E* bkt = arena.take<E>(kChunk, K);  // bk = narrow(β narrow(k ⊙ e^{b}))
+  const Wide<E> dTw{arena.take<E>(kChunk, kChunk),
+                    wide_tiles<E>() == 2 ? arena.take<E>(kChunk, kChunk) : nullptr};
+  unsigned char* region = arena.p;
+  arena.p += wy_region<E, D>(s);
+  float* bt = arena.take<float>(1, 10 * kChunk);  // β used [64], b [64], dβ [2][64], db rows [2][64], cols [4][64]
+  float* bg = bt + kChunk;
+  float* betap = bt + 2 * kChunk;
+  float* rowp = bt + 4 * kChunk;
+  float* colp = bt + 6 * kChunk;
+  // Phase 1 in the region.
+  E* dDt = reinterpret_cast<E*>(region);
+  E* bvt = reinterpret_cast<E*>(region + tile_bytes<E>(kChunk, V));
+  E* dWyt = reinterpret_cast<E*>(region + 2 * tile_bytes<E>(kChunk, V));
+
+  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0, rs = s.H;
+  load_rows_async(Tt, ldc, static_cast<const E*>(w.fwd.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk,
+                  kChunk, kChunk, kChunk, kChunk);
+  load_rows_async(kt, ldk, a.k + row0 * K, rs * K, kChunk, c, K);
+  load_rows_async(bvt, ldv, a.v + row0 * V, rs * V, kChunk, c, V);
+  load_rows_async(dDt, ldv, static_cast<const E*>(w.dD) + wrow * V, V, kChunk, c, V);
+  load_rows_async(dWyt, ldk, static_cast<const E*>(w.dWy) + wrow * K, K, kChunk, c, K);
+  if constexpr (D == Decay::scalar) load_flat_async(bg, w.fwd.G + wrow, kChunk);
+  cp_async_commit();
+  if (threadIdx.x < kChunk) {
+    const int t = threadIdx.x;
+    bt[t] = t < c ? beta_used(a, a.k + (row0 + t * rs) * K, Elem<E>::to_float(a.beta[row0 + t * rs])) : 0.0f;
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  const float* Gk = w.fwd.G + wrow * K;  // per-key gates [t][K] (global)
+  auto gate = [&](int t, int d) {
+    if constexpr (D == Decay::scalar) return bg[t];
+    else if constexpr (D == Decay::per_key) return Gk[t * K + d];
+    else return 0.0f;
+  };
+  // bk = narrow(β narrow(k ⊙ e^{b})) and bv = narrow(β v) (in place), as ut_transform.
+  for (int i = 2 * threadIdx.x; i < kChunk * K; i += 2 * blockDim.x) {
+    const int t = i / K, d = i % K;
+    float2 x = ld_pair(kt + t * ldk + d);
+    if constexpr (D != Decay::none) x.x = narrow<E>(x.x * expf(gate(t, d))), x.y = narrow<E>(x.y * expf(gate(t, d + 1)));
+    st_pair(bkt + t * ldk + d, bt[t] * x.x, bt[t] * x.y);
+  }
+  for (int i = 2 * threadIdx.x; i < kChunk * V; i += 2 * blockDim.x) {
+    const int t = i / V, j = i % V;
+    const float2 x = ld_pair(bvt + t * ldv + j);
+    st_pair(bvt + t * ldv + j, bt[t] * x.x, bt[t] * x.y);
+  }
+  __syncthreads();
+
+  float* dbg = D == Decay::per_key ? w.dbp + wrow * K : nullptr;  // per key: db accumulates in place
+  float betar[2] = {0.0f, 0.0f};                                  // dβ, rows m0 + g, m0 + g + 8
+  [[maybe_unused]] float dbr[2] = {0.0f, 0.0f};                  // scalar db rows
+  // dT = dΔ bvᵀ + dWy bkᵀ on s < t (units above the diagonal: zeros).
+#pragma unroll
+  for (int i2 = 0; i2 < 2; ++i2) {
+    const int n0 = 16 * (half + 2 * i2);
+    Unit acc;
+    zero(acc);
+    if (n0 <= m0) {
+      for (int j0 = 0; j0 < V; j0 += 16) mma16<false, true>(acc, dDt, ldv, m0, bvt, ldv, n0, j0);
+      for (int d0 = 0; d0 < K; d0 += 16) mma16<false, true>(acc, dWyt, ldk, m0, bkt, ldk, n0, d0);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int t = m0 + L.g + 8 * hf, col = n0 + 8 * j + 2 * L.q;
+        put_wide(dTw, t * ldc + col, col < t ? acc[j][2 * hf] : 0.0f, col + 1 < t ? acc[j][2 * hf + 1] : 0.0f);
+      }
+  }
+  // dbv = Tᵀ dΔ (Tᵀ upper triangular: k-steps before the strip are zeros) → dv, dβ.
+  for (int i = 0; i < 4; ++i) {
+    const int n0 = 16 * (half + 2 * i);
+    if (n0 >= V) break;
+    Unit acc;
+    zero(acc);
+    for (int s0 = m0; s0 < kChunk; s0 += 16) mma16<true, false>(acc, Tt, ldc, m0, dDt, ldv, n0, s0);
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int t = m0 + L.g + 8 * hf, col = n0 + 8 * j + 2 * L.q;
+        if (t >= c) continue;
+        const float d0 = acc[j][2 * hf], d1 = acc[j][2 * hf + 1];
+        const std::int64_t at = (row0 + t * rs) * V + col;
+        st_pair(a.dv + at, bt[t] * d0, bt[t] * d1);
+        const float2 vv = ld_pair(a.v + at);
+        betar[hf] = fmaf(d1, vv.y, fmaf(d0, vv.x, betar[hf]));
+      }
+  }
+  // dbk = Tᵀ dWy → dk (kept), dβ, db.
+  float dk[4][2][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int n0 = 16 * (half + 2 * i);
+    zero(dk[i]);
+    if (n0 >= K) continue;
+    Unit acc;
+    zero(acc);
+    for (int s0 = m0; s0 < kChunk; s0 += 16) mma16<true, false>(acc, Tt, ldc, m0, dWyt, ldk, n0, s0);
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = unit_row(L, m0, e), d = unit_col(L, n0, j, e);
+        const float ek = D == Decay::none ? 1.0f : expf(gate(t, d));
+        const float kraw = Elem<E>::to_float(kt[t * ldk + d]);
+        const float kd = D == Decay::none ? kraw : narrow<E>(kraw * ek);
+        dk[i][j][e] = (bt[t] * ek) * acc[j][e];
+        betar[e / 2] = fmaf(acc[j][e], kd, betar[e / 2]);
+        if constexpr (D != Decay::none) {
+          const float term = acc[j][e] * Elem<E>::to_float(bkt[t * ldk + d]);
+          if constexpr (D == Decay::scalar) dbr[e / 2] += term;
+          else dbg[t * K + d] += term;
+        }
+      }
+  }
+  __syncthreads();  // phase 1 done: the region takes Tᵀ dT and E
+
+  // Phase 2 in the region: Tᵀ dT and E as wide tiles; per key dA, G and the
+  // pairwise dk, dw in fp32 (Tᵀ dT then goes over dT).
+  Wide<E> tmpw{}, Ew{};
+  [[maybe_unused]] float *dAt = nullptr, *Gt = nullptr, *dXp = nullptr, *dYp = nullptr;
+  if constexpr (D != Decay::per_key) {
+    constexpr int wt = wide_tiles<E>();
+    const std::size_t tb = tile_bytes<E>(kChunk, kChunk);
+    tmpw = {reinterpret_cast<E*>(region), wt == 2 ? reinterpret_cast<E*>(region + tb) : nullptr};
+    Ew = {reinterpret_cast<E*>(region + wt * tb), wt == 2 ? reinterpret_cast<E*>(region + 3 * tb) : nullptr};
+  } else {
+    const std::size_t tf = tile_bytes<float>(kChunk, kChunk), tk = tile_bytes<float>(kChunk, K);
+    dAt = reinterpret_cast<float*>(region);
+    Gt = reinterpret_cast<float*>(region + tf);
+    dXp = reinterpret_cast<float*>(region + 2 * tf);
+    dYp = reinterpret_cast<float*>(region + 2 * tf + tk);
+  }
+  // Tᵀ dT (needs r ≥ t and r > s: k-steps from max(m0, n0)), then dA = −(Tᵀ dT) Tᵀ.
+  Unit tacc[2];
+#pragma unroll
+  for (int i2 = 0; i2 < 2; ++i2) {
+    const int n0 = 16 * (half + 2 * i2);
+    zero(tacc[i2]);
+    for (int r0 = max(m0, n0); r0 < kChunk; r0 += 16) mma16_wb<true, false>(tacc[i2], Tt, ldc, m0, dTw, ldc, n0, r0);
+  }
+  if constexpr (D == Decay::per_key) __syncthreads();  // every warp is done reading dT
+  const Wide<E> tdt = D == Decay::per_key ? dTw : tmpw;
+#pragma unroll
+  for (int i2 = 0; i2 < 2; ++i2) {
+    const int n0 = 16 * (half + 2 * i2);
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf)
+        put_wide(tdt, (m0 + L.g + 8 * hf) * ldc + n0 + 8 * j + 2 * L.q, tacc[i2][j][2 * hf], tacc[i2][j][2 * hf + 1]);
+  }
+  __syncthreads();  // Tᵀ dT visible
+#pragma unroll
+  for (int i2 = 0; i2 < 2; ++i2) {
+    const int n0 = 16 * (half + 2 * i2);
+    Unit acc, kk;
+    zero(acc), zero(kk);
+    if (n0 <= m0) {
+      // (Tᵀ dT) Tᵀ: B(r, s) = T_sr, zero for r > s: k-steps up to the unit's columns.
+      for (int r0 = 0; r0 <= n0; r0 += 16) mma16_wa<false, true>(acc, tdt, ldc, m0, Tt, ldc, n0, r0);
+      if constexpr (D != Decay::per_key)
+        for (int d0 = 0; d0 < K; d0 += 16) mma16<false, true>(kk, kt, ldk, m0, kt, ldk, n0, d0);
+    }
+    [[maybe_unused]] float pcol[2][2] = {};
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int t = m0 + L.g + 8 * hf, col = n0 + 8 * j + 2 * L.q;
+        float x[2];
+#pragma unroll
+        for (int o = 0; o < 2; ++o) {
+          const int sc = col + o;
+          const float da = sc < t ? -acc[j][2 * hf + o] : 0.0f;
+          if constexpr (D == Decay::per_key) {
+            x[o] = da;
+          } else {
+            const float gam = D == Decay::scalar ? expf(bg[t] - bg[sc]) : 1.0f;
+            const float G = sc < t ? kk[j][2 * hf + o] * gam : 0.0f;
+            betar[hf] = fmaf(da, G, betar[hf]);
+            x[o] = bt[t] * da * gam;  // E = β_t dA_ts Γ_ts
+            if constexpr (D == Decay::scalar) {
+              const float pair = x[o] * kk[j][2 * hf + o];
+              dbr[hf] += pair;
+              pcol[j][o] += pair;
+            }
+          }
+        }
+        if constexpr (D == Decay::per_key) st_pair(dAt + t * ldp + col, x[0], x[1]);
+        else put_wide(Ew, t * ldc + col, x[0], x[1]);
+      }
+    if constexpr (D == Decay::scalar)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int o = 0; o < 2; ++o) {
+          const float v = group_sum(pcol[j][o]);
+          if (L.g == 0) colp[strip * kChunk + n0 + 8 * j + 2 * L.q + o] = v;
+        }
+  }
+  [[maybe_unused]] float* betak = rowp;  // per key: dβ's Σ_s dA_ts G_ts per row (rowp is unused per key)
+  if constexpr (D == Decay::per_key) {
+    __syncthreads();  // dA visible
+    pairwise_products(kt, kt, ldk, Gk, K, true, Gt, ldp);
+    for (int i = threadIdx.x; i < kChunk * ldf; i += blockDim.x) dXp[i] = 0.0f, dYp[i] = 0.0f;
+    __syncthreads();
+    if (threadIdx.x < kChunk) {  // dβ_t += Σ_s dA_ts G_ts, then dA ← β_t dA (the row's own entries)
+      const int t = threadIdx.x;
+      float x = 0.0f;
+      for (int sc = 0; sc < t; ++sc) x = fmaf(dAt[t * ldp + sc], Gt[t * ldp + sc], x);
+      betak[t] = x;
+      for (int sc = 0; sc < t; ++sc) dAt[t * ldp + sc] *= bt[t];
+    }
+    __syncthreads();
+    pairwise_backward(kt, kt, ldk, Gk, K, 0, K, true, dAt, ldp, dXp, dYp, ldf, dbg, K);
+  } else {
+    __syncthreads();  // E visible
+  }
+
+  // dk += E K (E strictly lower: k-steps up to the strip), dw = dWk + Eᵀ K; written
+  // as narrow(dk) + narrow(dw), the read and the write key's gradients.
+  const float* dWk = w.dWk + wrow * K;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int n0 = 16 * (half + 2 * i);
+    if (n0 >= K) continue;
+    Unit dw2;
+    zero(dw2);
+    if constexpr (D != Decay::per_key) {
+      for (int s0 = 0; s0 <= m0; s0 += 16) mma16_wa<false, false>(dk[i], Ew, ldc, m0, kt, ldk, n0, s0);
+      for (int s0 = m0; s0 < kChunk; s0 += 16) mma16_wa<true, false>(dw2, Ew, ldc, m0, kt, ldk, n0, s0);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = unit_row(L, m0, e), d = unit_col(L, n0, j, e);
+        if (t >= c) continue;
+        float dkv = dk[i][j][e], dwv = dWk[t * K + d] + dw2[j][e];
+        if constexpr (D == Decay::per_key) dkv += dXp[t * ldf + d], dwv += dYp[t * ldf + d];
+        a.out.dk[(row0 + t * rs) * K + d] = narrow<E>(dkv) + narrow<E>(dwv);
+      }
+  }
+  // dβ, narrowed (finish applies Kaczmarz's chain rule to it).
+  {
+    const float r0 = quad_sum(betar[0]), r1 = quad_sum(betar[1]);
+    if (L.q == 0) betap[half * kChunk + m0 + L.g] = r0, betap[half * kChunk + m0 + L.g + 8] = r1;
+  }
+  if constexpr (D == Decay::scalar) {
+    const float r0 = quad_sum(dbr[0]), r1 = quad_sum(dbr[1]);
+    if (L.q == 0) rowp[half * kChunk + m0 + L.g] = r0, rowp[half * kChunk + m0 + L.g + 8] = r1;
+  }
+  __syncthreads();
+  if (threadIdx.x < c) {
+    const int t = threadIdx.x;
+    float x = betap[t] + betap[kChunk + t];
+    if constexpr (D == Decay::per_key) x += betak[t];
+    a.out.dbeta[row0 + t * rs] = narrow<E>(x);
+  }
+  // dg: the chunk-local reverse cumulative sum of db (stage 5's partials first).
+  if constexpr (D == Decay::scalar) {
+    float* dbrow = betap;  // reused: dβ is written
+    __syncthreads();
+    if (threadIdx.x < kChunk) {
+      const int t = threadIdx.x;
+      float x = 0.0f;
+      for (int kbi = 0; kbi < w.NKB; ++kbi) x += w.dbp[(static_cast<std::int64_t>(kbi) * s.B * s.H + bh) * s.Tp + t0 + t];
+      x += rowp[t] + rowp[kChunk + t];
+      x -= colp[t] + colp[kChunk + t] + colp[2 * kChunk + t] + colp[3 * kChunk + t];
+      dbrow[t] = x;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float run = 0.0f;
+      for (int t = kChunk - 1; t >= 0; --t) {
+        run += dbrow[t];
+        if (t < c) a.out.dg[row0 + t * rs] = run;
+      }
+    }
+  }
+  if constexpr (D == Decay::per_key) {
+    // (pairwise_backward ended with a barrier: db is complete in dbp.)
+    for (int d = threadIdx.x; d < K; d += blockDim.x) {
+      float run = 0.0f;
+      for (int t = kChunk - 1; t >= 0; --t) {
+        run += dbg[t * K + d];
+        if (t < c) a.out.dg[(row0 + t * rs) * K + d] = run;
+      }
+    }
+  }
+}
+
+}  // namespace ttr::gpu::chunk_bwd
