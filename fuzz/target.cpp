@@ -76,11 +76,12 @@ class CpuTarget final : public Target {
 // for it (gate/kernel_checks.hpp).
 class KernelTarget final : public Target {
  public:
-  KernelTarget(TargetSpec spec, const KernelImpl& kernel) : spec_(spec), kernel_(kernel) {}
+  KernelTarget(TargetSpec spec, const KernelImpl& kernel, const LayerEntry& layer)
+      : spec_(spec), kernel_(kernel), layer_(layer) {}
   TargetSpec spec() const override { return spec_; }
   Form form() const override { return kernel_.form; }
   int chunk_size() const override { return kKernelChunkSize; }
-  ModelSpec model() const override { return kernel_model(kernel_.form, spec_.dtype, 8, 0, kernel_.direction); }
+  ModelSpec model() const override { return kernel_model(layer_, kernel_.form, spec_.dtype, 8, 0, kernel_.direction); }
   TensorMap<double> run(const LayerEntry&, const TensorMap<double>& inputs, const Config& cfg) const override {
     return kernel_.run(inputs, cfg, spec_.dtype, {});
   }
@@ -94,6 +95,7 @@ class KernelTarget final : public Target {
  private:
   TargetSpec spec_;
   const KernelImpl& kernel_;
+  const LayerEntry& layer_;
 };
 
 }  // namespace
@@ -114,7 +116,7 @@ std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& la
       throw InputError(fmt::format("--target {}: the CUDA chunk kernels use --chunk-size {}", t, kKernelChunkSize));
     if (mutant != Mutant::none)
       throw InputError(fmt::format("--target {}: mutants are planted in the CPU kernels, not on the GPU", t));
-    return std::make_unique<KernelTarget>(spec, *k);
+    return std::make_unique<KernelTarget>(spec, *k, layer);
   }
   if (!layer.has_form(form, direction))
     throw InputError(fmt::format("--form: layer '{}' has no {} {} form", layer.spec.name, form_name(form),

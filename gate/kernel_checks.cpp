@@ -24,6 +24,16 @@ ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed, D
   return ms;
 }
 
+ModelSpec kernel_model(const LayerEntry& layer, Form form, Tier dtype, int samples, std::uint64_t seed,
+                       Direction direction) {
+  ModelSpec ms = kernel_model(form, dtype, samples, seed, direction);
+  if (form == Form::sequential && !layer.has_form(Form::chunk, direction)) {
+    ms.form = Form::sequential;
+    ms.also.clear();
+  }
+  return ms;
+}
+
 std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<double>& in, const Config& cfg,
                                      const std::string& case_name, std::uint64_t seed, const KernelCheckOptions& opt) {
   if (in.count(kCuSeqlens))  // the device kernels do not take offsets yet (docs/varlen.md)
@@ -44,7 +54,7 @@ std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<do
       TensorMap<double> cand = k->run(in, cfg, dtype, opt.launch);
       GateCheck g;
       g.id = fmt::format("{}/{}{}/{}/{}/{}", layer.spec.name, k->name(), suffix, tier_name(dtype), case_name, seed);
-      g.result = judge(cand, kernel_model(form, dtype, opt.samples, seed, dir));
+      g.result = judge(cand, kernel_model(layer, form, dtype, opt.samples, seed, dir));
       out.push_back(std::move(g));
       const int slot = form == Form::chunk ? 0 : (form == Form::sequential ? 1 : -1);
       if (slot >= 0) ran[slot] = k, outputs[slot] = std::move(cand);
@@ -53,8 +63,8 @@ std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<do
       GateCheck g;
       g.id = fmt::format("{}/{}-vs-{}{}/{}/{}/{}", layer.spec.name, ran[0]->name(), form_name(Form::sequential),
                          suffix, tier_name(dtype), case_name, seed);
-      g.result = judge.between(outputs[1], outputs[0], kernel_model(Form::chunk, dtype, opt.samples, seed, dir),
-                               kernel_model(Form::sequential, dtype, opt.samples, seed, dir));
+      g.result = judge.between(outputs[1], outputs[0], kernel_model(layer, Form::chunk, dtype, opt.samples, seed, dir),
+                               kernel_model(layer, Form::sequential, dtype, opt.samples, seed, dir));
       out.push_back(std::move(g));
     }
   }

@@ -34,6 +34,20 @@ inline constexpr int kKernelChunkSize = 64;
 // forms' models in quadrature).
 ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed,
                        Direction direction = Direction::forward);
+// The model of `layer`'s kernel: as above, except for a layer that declares no
+// CPU chunk form in the kernel's direction (gka's backward: only the sequential
+// backward form is declared, docs/gradients.md). Its recurrent kernel is then
+// modelled by the sequential form alone, in the kernel's dtype. In fp32 that form
+// is the kernel's arithmetic (every operation fp32, as the form's fp32 model
+// perturbs each). In bf16 the model perturbs every operation by u = 2⁻⁸, where
+// the kernel rounds to bf16 only its inputs q, k, v, do (each enters the form
+// through an operation the model perturbs by u) and dq, dk, dv once when written
+// (the last operation of each, perturbed by u), everything else fp32: the
+// model bounds the kernel's error with room to spare — a looser judge than the
+// chunk form's bf16 model would be (it catches what exceeds bf16 errors at every
+// operation; the fp32 check is the tight one).
+ModelSpec kernel_model(const LayerEntry& layer, Form form, Tier dtype, int samples, std::uint64_t seed,
+                       Direction direction = Direction::forward);
 
 struct KernelCheckOptions {
   Backend backend = Backend::cuda;

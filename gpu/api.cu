@@ -44,6 +44,17 @@ void validate(const GkaArgs& a) {
   if (a.fixed_lambda ? !(a.lambda_value > 0.0f) : !(a.a > 0.0f)) fail("need a > 0, or a fixed lambda > 0");
 }
 
+void validate(const GkaBackwardArgs& a) {
+  auto fail = [](const std::string& m) { throw std::invalid_argument("gpu gka backward kernel: " + m); };
+  GkaArgs f = a.fwd;
+  f.o = a.dv;  // the forward's shape rules; its o is not written here
+  validate(f);
+  if (!a.do_ || !a.dq || !a.dk || !a.dv || !a.dg) fail("do, dq, dk, dv and dg are required");
+  if (f.beta && !a.dbeta) fail("dbeta is required when beta is given");
+  if (f.alpha && !a.dalpha) fail("dalpha is required when alpha is given");
+  if ((a.q_raw == nullptr) != (a.k_raw == nullptr)) fail("q_raw and k_raw go together (use_qk_l2norm_in_kernel)");
+}
+
 int device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {

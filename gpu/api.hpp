@@ -219,6 +219,38 @@ void gka_chunk_forward(const GkaArgs& a);
 // The sequential form (FLA: fused_recurrent), one token at a time with H and S in shared memory.
 void gka_sequential_forward(const GkaArgs& a);
 
+// The recurrent backward (gpu/gka/sequential_backward.cu), solver = chebyshev: the
+// adjoint of gka_sequential_forward token by token (reference/gka/backward.hpp, the
+// Chebyshev solve by the reverse pass over its stored iterates, the gradient through
+// λ_t = a‖H_t‖_F and the bounds L, μ, the α-connection and the gates). `fwd` holds
+// the forward's inputs and options (its o, ht, hkk, lambda, fro are not used); with
+// use_qk_l2norm_in_kernel, fwd.q and fwd.k are the normalised rows and q_raw, k_raw
+// the rows as given. Gradients: dq, dk [B,T,H,K], dv [B,T,H,V] in `dtype`; dg, and
+// dbeta / dalpha when fwd.beta / fwd.alpha are given, [B,T,H] fp32; dh0 [B,H,K,V]
+// and dhkk0 [B,H,K,K] (the symmetric part of the gradient) fp32, optional. The
+// workspace ((⌈T/64⌉ + 65)·K(K+V) + (2·iters + 3)·K floats per head, plus dq, dk in
+// fp32) is allocated on the stream and freed before returning.
+struct GkaBackwardArgs {
+  GkaArgs fwd;
+  const void* do_ = nullptr;    // [B,T,H,V], `dtype`
+  const float* dht = nullptr;   // optional [B,H,K,V]
+  const float* dhkk = nullptr;  // optional [B,H,K,K]
+  const void* q_raw = nullptr;  // optional: use_qk_l2norm_in_kernel (both or neither)
+  const void* k_raw = nullptr;
+  float l2_eps = 1e-6f;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+  float* dg = nullptr;
+  float* dbeta = nullptr;
+  float* dalpha = nullptr;
+  float* dh0 = nullptr;
+  float* dhkk0 = nullptr;
+};
+// Shapes as validate(GkaArgs); throws std::invalid_argument naming the field.
+void validate(const GkaBackwardArgs& a);
+void gka_sequential_backward(const GkaBackwardArgs& a);
+
 // Device queries (no exception when there is no device: returns 0 / empty).
 int device_count();
 std::string device_name(int device = 0);

@@ -1,5 +1,5 @@
 // Times GKA's chunk forward (gpu/gka/chunk.cu) against its recurrent kernel
-// (gpu/gka/recurrent.cu) on the same inputs, solver = chebyshev: median of
+// (gpu/gka/sequential.cu) on the same inputs, solver = chebyshev: median of
 // CUDA-event timings, the chunk kernel's achieved TFLOP/s (products counted
 // below), and the relative RMS difference of the two kernels' o.
 // Usage: gka_bench [B T H K V iters reps] (default the issue's shape B=4 T=4096

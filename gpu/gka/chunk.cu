@@ -23,18 +23,26 @@
 // states, G⊙G and M̃ in eq. (5), the masked products, Q̃, the decayed keys of the
 // state pass, and o; everything else fp32 (tensor cores accumulate in fp32; fp32
 // operands go through FMA, never TF32). The solve keeps each thread's share of ξ,
-// ξ_{−1} and scale·q in registers for all iterations.
+// ξ_{−1} and scale·q in registers for all iterations. In bf16 the iterations
+// run on mma.sync fragments with the iterate and the products in registers and
+// one barrier per strip and step (solve_bf16.cuh); fp32 runs them by block_gemm
+// (FMA), as does bf16 under TTR_GPU_GKA_SOLVE=wmma (WMMA, the kernel before).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/launch.cuh"
 #include "gpu/core/mma.cuh"
+#include "gpu/core/mma_sync.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/tile.cuh"
+#include "gpu/gka/chebyshev.cuh"
 #include "gpu/gka/gates.cuh"
 
 namespace ttr::gpu {
@@ -143,7 +151,12 @@ std::size_t state_smem(const Shape& s) {
 // Token rows of the chunk are split over kPart threads each: thread (row, part)
 // owns columns part, part + kPart, ... of its row in every C×K matrix (no index
 // division; consecutive threads touch consecutive banks).
-template <class E>
+#include "gpu/gka/solve_bf16.cuh"
+
+// kFrag (bf16 only): the Chebyshev iterations on mma.sync fragments
+// (solve_bf16.cuh); otherwise block_gemm from shared memory (WMMA for bf16, FMA
+// for fp32). The prologue (eq. (5), λ) is the same code in both.
+template <class E, bool kFrag>
 __global__ void __launch_bounds__(kThreads) solve_kernel(Shape s, SolveParams p, const E* __restrict__ q,
                                                           const E* __restrict__ k, const float* __restrict__ g,
                                                           const float* __restrict__ beta,
@@ -173,11 +186,18 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(Shape s, SolveParams p,
   float* civ = arena.take<float>(1, kChunk);    // this step's 2ω/(L + μ)
   float* quad = arena.take<float>(1, kChunk);
   float* red = arena.take<float>(1, kChunk);
+  E* Qs = nullptr;   // fragment path: the chunk's narrowed q (q̂ = scale·q re-read each step)
+  E* Xi1 = nullptr;  // fragment path: Ξ's second buffer
+  if constexpr (kFrag) {
+    Qs = arena.take<E>(kChunk, K);
+    Xi1 = arena.take<E>(kChunk, Kw);
+  }
 
   const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
   load_rows(H0, ldh, static_cast<const E*>(work.Hs) + (static_cast<std::int64_t>(bh) * s.NT + n) * K * K, K, K, K,
             K);
   load_rows(Kt, ldh, k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
+  if constexpr (kFrag) load_rows(Qs, ldh, q + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   load_chunk_gates(g, beta, alpha, row0, s.H, c, bg, zeta, bet, alp);  // synchronises
   for (int i = threadIdx.x; i < kChunk * kChunk; i += blockDim.x) {
     const int cc = i / kChunk, j = i % kChunk;
@@ -243,17 +263,23 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(Shape s, SolveParams p,
     }
   }
   __syncthreads();
+  if constexpr (kFrag) {
+    const frag::SolveTiles tiles{H0, Kt, Qs, Xi, Xi1, MtT, zeta, lam, lpm, rho2, alp, ldh, ldx, ldc};
+    frag::chebyshev(p, tiles, K, c, alpha != nullptr,
+                    static_cast<E*>(work.Qt) + (static_cast<std::int64_t>(bh) * s.Tp + t0) * K);
+    return;
+  }
   // Alg. 1: ξ_{−1} = 0, ξ_0 = 2 scale·q/(L + μ); λ_c = 0 (H_c = 0): x_c = 0.
   const bool live = lam[row] != 0.0f;
   float x[kMaxPer], xp[kMaxPer], sq[kMaxPer];
   {
-    const float c0 = live ? 2.0f / lpm[row] : 0.0f;
+    const float c0 = live ? __fdiv_rn(2.0f, lpm[row]) : 0.0f;
     const E* qrow = q + (row0 + static_cast<std::int64_t>(row) * s.H) * K;
 #pragma unroll
     for (int m = 0; m < kMaxPer; ++m) {
       const int i = part + kPart * m;
-      sq[m] = (i < K && row < c) ? p.scale * Elem<E>::to_float(qrow[i]) : 0.0f;
-      x[m] = c0 * sq[m];
+      sq[m] = (i < K && row < c) ? __fmul_rn(p.scale, Elem<E>::to_float(qrow[i])) : 0.0f;
+      x[m] = __fmul_rn(c0, sq[m]);
       xp[m] = 0.0f;
       if (i < K) Xi[row * ldx + i] = Elem<E>::from_float(x[m]);
     }
@@ -266,17 +292,17 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(Shape s, SolveParams p,
 #pragma unroll
     for (int m = 0; m < kMaxPer; ++m) {
       const int i = part + kPart * m;
-      if (i < K) Y[row * ldy + i] *= zeta[row];
+      if (i < K) Y[row * ldy + i] = __fmul_rn(Y[row * ldy + i], zeta[row]);
     }
     for (int i = threadIdx.x; i < kChunk * kChunk; i += blockDim.x) {
       const int r = i / kChunk, j = i % kChunk;
-      Ce[r * lde + j] = Elem<E>::from_float(j <= r ? Cf[r * ldc + j] * MtT[r * ldc + j] : 0.0f);
+      Ce[r * lde + j] = Elem<E>::from_float(j <= r ? __fmul_rn(Cf[r * ldc + j], MtT[r * ldc + j]) : 0.0f);
     }
     if (threadIdx.x < kChunk && lam[threadIdx.x] != 0.0f) {  // the weight schedule ω_i = 4/(4 − ρ²ω_{i−1})
       const int cc = threadIdx.x;
-      const float w = 4.0f / (4.0f - rho2[cc] * omega[cc]);
+      const float w = gka::chebyshev_weight(rho2[cc], omega[cc]);
       omega[cc] = w;
-      civ[cc] = 2.0f * w / lpm[cc];
+      civ[cc] = gka::chebyshev_step_size(w, lpm[cc]);
     }
     __syncthreads();
     block_gemm<false, false>(Y, ldy, Ce, lde, Kt, ldh, kChunk, K, kChunk, true);  // + ((Ξ Kᵀ) ⊙ M̃ᵀ) K
@@ -287,8 +313,7 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(Shape s, SolveParams p,
       for (int m = 0; m < kMaxPer; ++m) {
         const int i = part + kPart * m;
         if (i < K) {
-          const float ax = Y[row * ldy + i] + l * x[m];
-          const float nx = x[m] - ci * (ax - sq[m]) + (w - 1.0f) * (x[m] - xp[m]);  // step + momentum
+          const float nx = gka::chebyshev_step(x[m], xp[m], Y[row * ldy + i], l, ci, w, sq[m]);  // step + momentum
           xp[m] = x[m];
           x[m] = nx;
           Xi[row * ldx + i] = Elem<E>::from_float(nx);
@@ -304,17 +329,35 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(Shape s, SolveParams p,
 #pragma unroll
     for (int m = 0; m < kMaxPer; ++m) {
       const int i = part + kPart * m;
-      if (i < K) qt[i] = Elem<E>::from_float(alpha ? sq[m] + a * (x[m] - sq[m]) : x[m]);
+      if (i < K) qt[i] = Elem<E>::from_float(alpha ? __fmaf_rn(a, __fsub_rn(x[m], sq[m]), sq[m]) : x[m]);
     }
   }
 }
 
 template <class E>
-std::size_t solve_smem(const Shape& s) {
+std::size_t solve_smem(const Shape& s, bool frag) {
   const int Kw = std::max(s.K, kChunk);
   return tile_bytes<E>(s.K, s.K) + tile_bytes<E>(kChunk, s.K) + tile_bytes<E>(kChunk, Kw) +
          tile_bytes<float>(kChunk, Kw) + 2 * tile_bytes<float>(kChunk, kChunk) + tile_bytes<E>(kChunk, kChunk) +
-         11 * tile_bytes<float>(1, kChunk);
+         11 * tile_bytes<float>(1, kChunk) + (frag ? tile_bytes<E>(kChunk, s.K) + tile_bytes<E>(kChunk, Kw) : 0);
+}
+
+// TTR_GPU_GKA_SOLVE=wmma: the bf16 solve's iterations by block_gemm (WMMA from
+// shared memory, four barriers per step), the kernel before the fragment path:
+// a benchmarking aid, read at every launch (the GPU test compares both paths).
+inline bool wmma_solve_requested() {
+  const char* e = std::getenv("TTR_GPU_GKA_SOLVE");
+  return e && std::strcmp(e, "wmma") == 0;
+}
+
+template <class E, bool kFrag>
+void launch_solve(const Shape& s, const SolveParams& p, const GkaArgs& a, const E* q, const E* k, const Work& work,
+                  cudaStream_t stream) {
+  const std::size_t sm = solve_smem<E>(s, kFrag);
+  allow_smem(solve_kernel<E, kFrag>, sm, "gpu gka solve");
+  solve_kernel<E, kFrag><<<dim3(s.NT, static_cast<unsigned>(a.B) * a.H), kThreads, sm, stream>>>(
+      s, p, q, k, a.g, a.beta, a.alpha, a.lambda, a.fro, work);
+  TTR_CUDA_CHECK_LAUNCH("gka solve_kernel");
 }
 
 // ---------------------------------------------------------------- stage 3
@@ -398,11 +441,12 @@ void launch(const GkaArgs& a) {
         s, k, v, a.g, a.beta, a.hkk0, a.h0, a.hkk, a.ht, work);
     TTR_CUDA_CHECK_LAUNCH("gka state_pass_kernel");
     timer.mark(1);
-    const std::size_t sm2 = solve_smem<E>(s);
-    allow_smem(solve_kernel<E>, sm2, "gpu gka solve");
-    solve_kernel<E><<<dim3(s.NT, static_cast<unsigned>(BH)), kThreads, sm2, stream>>>(
-        s, p, q, k, a.g, a.beta, a.alpha, a.lambda, a.fro, work);
-    TTR_CUDA_CHECK_LAUNCH("gka solve_kernel");
+    if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+      if (wmma_solve_requested()) launch_solve<E, false>(s, p, a, q, k, work, stream);
+      else launch_solve<E, true>(s, p, a, q, k, work, stream);
+    } else {
+      launch_solve<E, false>(s, p, a, q, k, work, stream);
+    }
     timer.mark(2);
     const int bv = a.V % 64 == 0 ? 64 : (a.V % 32 == 0 ? 32 : 16);
     const std::size_t sm3 = readout_smem<E>(s, bv);

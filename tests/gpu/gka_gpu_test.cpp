@@ -2,13 +2,18 @@
 // sequential kernels × {bf16, fp32} against the MPFR oracle under the gate's error
 // model (gate/kernel_checks.hpp) on the tiny and standard suites, chunk vs sequential,
 // T not a multiple of 64, K = V = 128, K ≠ V, the optional inputs (β, α, h0,
-// hkk0), a fixed λ and the in-kernel L2 norm, a batch that fills the GPU, and
-// bit-identical repeated runs. Label `gpu`; without a device every test is
+// hkk0), a fixed λ and the in-kernel L2 norm, a batch that fills the GPU,
+// bit-identical repeated runs, and the bf16 fragment solve equal to the WMMA
+// solve it replaced. Label `gpu`; without a device every test is
 // skipped ("skipped: no CUDA device").
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <string>
+#include <vector>
 
 #include "gate/kernel_checks.hpp"
 #include "oracles/error.hpp"
@@ -88,6 +93,62 @@ TEST(CudaGka, WrongOutputFailsTheComparison) {
   EXPECT_TRUE(compare(e.spec, oracle, model, run_kernel("gka", Form::chunk, Tier::bf16, in, cfg)).pass);
   EXPECT_FALSE(compare(e.spec, oracle, model, run_kernel("gka", Form::chunk, Tier::bf16, other, cfg)).pass);
   EXPECT_FALSE(compare(e.spec, oracle, model, run_kernel("gka", Form::chunk, Tier::bf16, in, cfg_few)).pass);
+}
+
+// The bf16 solve on mma.sync fragments (gpu/gka/solve_bf16.cuh) against the
+// WMMA solve it replaced (TTR_GPU_GKA_SOLVE=wmma, a second implementation: WMMA
+// from shared memory, fp32 products staged in shared memory, four threads per
+// token row): both issue the same HMMA products over the same k order, narrow
+// at the same points and share the scalar recursions (gpu/gka/chebyshev.cuh),
+// so every output must agree bit for bit — on K = 128 (four column pairs per
+// warp), K = 96 (three and three), K = 20 padded to 32, K = 16 (one warp of
+// each strip idle in Y), partial last chunks, every optional input, a fixed λ
+// a run with fewer steps and ω₀ = 0, and gates at their edges (β, γ ∈ {0, 1}).
+TEST(CudaGka, FragmentSolveEqualsTheWmmaSolveBitForBit) {
+  TTR_REQUIRE_DEVICE();
+  Regime opt, edges;
+  opt.optional_inputs = true;
+  edges.beta_edges = edges.decay_edges = true;  // β = 0 from the start: H_c = 0, λ_c = 0 rows (x_c = 0)
+  const std::vector<VectorCase> cases = with_gate_config({
+      {"t150_edges", "", dims(1, 150, 2, 32, 32), edges, {}},
+      {"t130_k128_optional", "", dims(2, 130, 2, 128, 128), opt, {}},
+      {"t200_k96_v16", "", dims(1, 200, 1, 96, 16), {}, {}},
+      {"t70_k20_v12_optional", "", dims(1, 70, 1, 20, 12), opt, {}},
+      {"t90_k16_fixed_lambda", "", dims(1, 90, 2, 16, 32), {}, {{"lambda", "0.3"}}},
+      {"t64_iters7", "", dims(1, 64, 1, 64, 64), opt, {{"iters", "7"}, {"omega0", "0"}}},
+  });
+  for (const VectorCase& c : cases) {
+    const TensorMap<double> in = generate_inputs(gka().spec, c, 54);
+    const Config cfg = Config::make(gka().spec, c.config);
+    const TensorMap<double> fragments = run_kernel("gka", Form::chunk, Tier::bf16, in, cfg);
+    ASSERT_EQ(0, ::setenv("TTR_GPU_GKA_SOLVE", "wmma", 1));
+    TensorMap<double> wmma;
+    try {
+      wmma = run_kernel("gka", Form::chunk, Tier::bf16, in, cfg);
+    } catch (...) {
+      ::unsetenv("TTR_GPU_GKA_SOLVE");
+      throw;
+    }
+    ASSERT_EQ(0, ::unsetenv("TTR_GPU_GKA_SOLVE"));
+    ASSERT_EQ(fragments.size(), wmma.size()) << c.name;
+    for (const auto& [name, t] : fragments) {
+      const Tensor<double>& w = wmma.at(name);
+      ASSERT_EQ(t.data.size(), w.data.size()) << c.name << " " << name;
+      std::int64_t diff = 0, nonfinite = 0;
+      double worst = 0.0;
+      for (std::size_t i = 0; i < t.data.size(); ++i) {
+        nonfinite += !std::isfinite(t.data[i]);
+        if (t.data[i] != w.data[i]) {
+          ++diff;
+          worst = std::max(worst, std::abs(t.data[i] - w.data[i]) / std::max(std::abs(w.data[i]), 1e-30));
+        }
+      }
+      EXPECT_EQ(nonfinite, 0) << c.name << " " << name;
+      EXPECT_EQ(diff, 0) << c.name << " " << name << ": " << diff << " of " << t.data.size()
+                         << " elements differ between the fragment and WMMA solves (largest relative difference "
+                         << worst << ")";
+    }
+  }
 }
 
 // Only the chunkwise solver runs on the GPU: another solver is a clear input
