@@ -162,6 +162,62 @@ void add_backward(const Add& add) {
   }
 }
 
+// GKA's chunk backward (reference/gka/chunk_backward.hpp): the adjoint of the chunk
+// form with the Chebyshev solve differentiated by GKA Alg. 2 as derived. Each is a bug
+// a port of Alg. 2 or of the §4.2 chunk adjoint makes; the gradients it touches are in
+// its description (tests/gate/gate_test.cpp checks the gate fails it on those).
+template <class Add>
+void add_gka_backward(const Add& add) {
+  const auto gka = on(Form::chunk, Direction::backward, {kGka});
+  MutantConditions chebyshev;
+  chebyshev.config = {{"solver", "chebyshev"}};
+  add(Mutant::gka_lambda_gradient_dropped, "gka-lambda-gradient-dropped",
+      "no gradient through the adaptive ridge λ_t = a‖H_t‖_F (GKA eq. (4)): d‖H_t‖_F misses a·dλ_t, so eq. (5)'s "
+      "adjoint never sees the solve's dλ_t — dk, dg (and dβ, dhkk0) wrong, dq and dv right",
+      gka, {}, "invisible under a fixed lambda (then λ_t has no gradient)");
+  add(Mutant::gka_alg2_printed_q_sign, "gka-alg2-printed-q-sign",
+      "GKA Alg. 2 exactly as printed: the reversed iteration recovers ξ_{i-2} with eqs. (59)/(60)'s + c_i q instead "
+      "of the − c_i q that solving eq. (54) gives, so every recovered iterate, and dH = −Σ c_i dξ_i ξ_{i-1}ᵀ, is "
+      "wrong — dk, dg (and dβ, dhkk0); dq (Lemma 2) right",
+      gka, chebyshev);
+  add(Mutant::gka_adjoint_recursion_sign, "gka-adjoint-recursion-sign",
+      "eq. (61)'s adjoint recursion with one term's sign flipped: dξ_{i-1} = ν_i dξ_i − c_i Aᵀdξ_i + (ν_{i+1} − 1) "
+      "dξ_{i+1} instead of − (ν_{i+1} − 1) dξ_{i+1} — dk, dg (and dβ, dhkk0); dq right",
+      gka, chebyshev);
+  add(Mutant::gka_chebyshev_adjoint_step_short, "gka-chebyshev-adjoint-step-short",
+      "Alg. 2's reverse loop one step short (i = r..2, an `i > 1` for `i >= 1`): the first Chebyshev step's "
+      "dH −= c_1 dξ_1 ξ_0ᵀ and dλ terms missing and the bounds' gradient (eqs. (62)–(63)) reading dξ_1 as dξ_0 — "
+      "dk, dg (and dβ, dhkk0)",
+      gka, chebyshev);
+  add(Mutant::gka_adjoint_solve_step_short, "gka-adjoint-solve-step-short",
+      "dq by Lemma 2 (eq. (53)) with one Chebyshev iteration fewer than the forward's: p_{r-1}(Aᵀ) dx instead of "
+      "p_r(Aᵀ) dx (the adjoint solve launched with iters − 1) — dq",
+      gka, chebyshev,
+      "the change is the solver's progress in its last step (~25% of its remaining error at a = 0.02): far above "
+      "fp32's model, not always above bf16's, and it shrinks as the solve converges (more iters, larger a)");
+  {
+    MutantConditions n;
+    n.inputs = {"alpha"};
+    add(Mutant::gka_dalpha_dropped, "gka-dalpha-dropped",
+        "the α-connection's own gradient dα = ⟨dq̃, x − q̂⟩ never accumulated (α treated as a constant): dalpha "
+        "returned as zeros, every other gradient right",
+        gka, n);
+  }
+  add(Mutant::gka_dg_revcumsum_exclusive, "gka-dg-revcumsum-exclusive",
+      "dg's chunk-local reverse cumulative sum off by one token: dg_i = Σ_{c>i} db_c instead of Σ_{c≥i} (GKA eqs. "
+      "(26)–(34) in the cumulative-gate form) — dg",
+      gka);
+  {
+    MutantConditions n;
+    n.min_chunks = 2;
+    add(Mutant::gka_dh_not_carried, "gka-dh-not-carried",
+        "the backward state pass carries the value state's dS to the previous chunk but not the key state's dH "
+        "(each chunk's dH_end taken as 0 but the last's dhkk): every chunk misses the later chunks' gradient "
+        "through H — dk, dg (and dβ, dhkk0)",
+        gka, n);
+  }
+}
+
 std::vector<MutantInfo> build() {
   const Form chunk = Form::chunk, scan = Form::scan;
   std::vector<MutantInfo> c;
@@ -299,6 +355,7 @@ std::vector<MutantInfo> build() {
         "start, no hkk0); also NaN under solver=exact (a singular solve); cg stops at pᵀAp = 0 and is unaffected");
   }
   add_backward(add);
+  add_gka_backward(add);
   // Varlen bugs (FLA #836, #837, PR #955), planted in the slicer (oracles/slices.hpp):
   // they need a varlen batch (cu_seqlens) and are proven by tests/varlen/varlen_mutants_test.cpp.
   {

@@ -57,9 +57,9 @@ LayerSpec spec_gka() {
        {"lambda", KeyType::number, std::nullopt, false, Range::positive(), {},
         "fixed λ > 0 instead of the adaptive a‖H_t‖_F"},
        {"chebyshev_backward", KeyType::choice, "unrolled", false, Range::any(), {"unrolled", "alg2"},
-        "backward direction, solver=chebyshev only (the forward ignores it): unrolled (reverse pass over the "
-        "stored iterates) or alg2 (GKA Alg. 2 as derived: dq by Lemma 2, the rest by reversing the iteration, "
-        "nothing stored); the same gradient, two independent routes"}},
+        "sequential backward, solver=chebyshev only (the forward ignores it; the chunk backward always runs Alg. "
+        "2): unrolled (reverse pass over the stored iterates) or alg2 (GKA Alg. 2 as derived: dq by Lemma 2, the "
+        "rest by reversing the iteration, nothing stored); the same gradient, two independent routes"}},
       {"GKA eq. (3)", "GKA eq. (4)", "GKA eq. (CH)", "GKA Alg. 1", "GKA Fig. 2", "GKA App. F.3"},
       {"GKA writes U_t = Σ v kᵀ (V×K) and y = U x; we keep FLA's K×V S_t = U_tᵀ and o_t = S_tᵀ q̃_t",
        "Alg. 1 as printed initialises ω_0 = 0; its text (App. B.1), Lemma 3 and hybrid-model-factory use ω_0 = 2: "

@@ -67,9 +67,8 @@ struct gka {
   // The chunkwise backward (reference/gka/chunk_backward.hpp) under arithmetic policy
   // P: the chunk form's adjoint, chunk by chunk from the last, the Chebyshev solve by
   // GKA Alg. 2 as derived for all tokens of a chunk at once, with the gradient
-  // through λ_t = a‖H_t‖_F by eq. (5)'s adjoint. Not yet declared in layers.def
-  // (TTR_FORM(gka, chunk, backward)): its gate checks and their time have not been
-  // measured (docs/gradients.md, "GKA's chunk backward").
+  // through λ_t = a‖H_t‖_F by eq. (5)'s adjoint (TTR_FORM(gka, chunk, backward);
+  // docs/gradients.md, "GKA's chunk backward").
   template <class P>
   static void chunk_backward(const TensorMap<typename P::acc>& raw, const Config& cfg, const FormOptions& opt,
                              TensorMap<typename P::acc>& out) {

@@ -64,6 +64,15 @@ enum class Mutant : unsigned char {
   l2norm_backward_skipped,       // use_qk_l2norm_in_kernel: dq, dk returned w.r.t. the normalised q, k
   dq_first_token_intra_dropped,  // the first token of each chunk misses dq's intra-chunk term
   backward_last_partial_chunk_dropped,  // floor(T/C) chunks in the backward: the last partial chunk's gradients 0
+  // GKA's chunk backward (reference/gka/chunk_backward.hpp):
+  gka_lambda_gradient_dropped,       // no gradient through λ_t = a‖H_t‖_F (d‖H_t‖_F misses a·dλ_t)
+  gka_alg2_printed_q_sign,           // Alg. 2's reversed iteration with the print's + c_i q (eqs. (59)/(60))
+  gka_adjoint_recursion_sign,        // eq. (61)'s −(ν_{i+1} − 1) dξ_{i+1} added with the wrong sign
+  gka_chebyshev_adjoint_step_short,  // Alg. 2's reverse loop i = r..2: the first Chebyshev step's terms missing
+  gka_adjoint_solve_step_short,      // dq̂ by Lemma 2 with r − 1 Chebyshev steps on the adjoint system
+  gka_dalpha_dropped,                // the α-connection's gradient dα left zero
+  gka_dg_revcumsum_exclusive,        // dg's chunk-local reverse cumulative sum exclusive (Σ_{t>i} db_t)
+  gka_dh_not_carried,                // the backward state pass carries dS but not dH to the previous chunk
   // Varlen batches, planted in the slicer (oracles/slices.hpp), not in the forms:
   varlen_state_leaks,        // sequence n starts from sequence n-1's final state
   varlen_chunk_straddles,    // a boundary inside a chunk of the packed row is ignored

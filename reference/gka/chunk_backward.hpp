@@ -50,17 +50,22 @@
 // (dO, Q̃, the masked (dO Vᵀ)⊙M̃ᵀ, the rank-one factors c_i dξ_i and ξ_{i-1} of
 // eq. (58), the operands of eq. (5)'s adjoint); dq, dk, dv, dβ as written. Kept in
 // fp32 (acc): the iterates ξ, dξ of the reversed Chebyshev pass and the products
-// A_c ξ_{i-1}, A_cᵀ dξ_i (including their masked factors) — reversing Alg. 1 divides
-// by b_i = 1 − ν_i at every step, so an error in ξ grows by 1/√(ω* − 1) per step
-// (GKA Lemma 3; ≈ 4e3 over r = 30 at a = 0.02): a 16-bit operand's 2^-8 would leave
-// no digit, fp32's 2^-24 leaves about 2^-12; the running dH, dS carried between
-// chunks, dζ, dM̃, ψ, dλ, the per-token solver scalars, dg, dα, dh0, dhkk0.
+// A_c ξ_{i-1}, A_cᵀ dξ_i (including their masked factors); the running dH, dS carried
+// between chunks, dζ, dM̃, ψ, dλ, the per-token solver scalars, dg, dα, dh0, dhkk0.
+// What the fp32 reversal costs under a 16-bit policy (docs/error-model.md, "GKA's
+// chunk backward"): the forward formed A_c ξ_{i-1} from bf16(ξ_{i-1}), the reversal
+// from ξ_{i-1}, so every reversed step injects their difference (~u‖ξ‖), which the
+// reversal amplifies by up to 1/√(ω* − 1) per step (GKA Lemma 3): bf16 dk carries
+// ~50 u at r = 30. The reversal on the forward's narrowed operands would retrace them
+// and cut that 6×, but the Monte Carlo model, whose perturbations are keyed by a
+// value's bits rather than by its 16-bit rounding, could not follow it.
 #pragma once
 
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
+#include "reference/core/mutant.hpp"
 #include "reference/gka/backward.hpp"
 #include "reference/gka/chunk.hpp"
 #include "reference/gka/chunk_backward_parts.hpp"
@@ -102,6 +107,12 @@ void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const 
   const Matrix<T>& Kc = w.tk.K;
   const int n = Kc.rows, K = Kc.cols, r = opt.iters;
   const T omega0 = from_double<T>(opt.omega0);
+  // The mutants of this step, read once per chunk (their stories: gate/mutants.cpp).
+  const bool printed_q_sign = mutated(Mutant::gka_alg2_printed_q_sign);
+  const bool recursion_sign_flipped = mutated(Mutant::gka_adjoint_recursion_sign);
+  const int last_step = mutated(Mutant::gka_chebyshev_adjoint_step_short) ? 2 : 1;  // the reverse loop's last i
+  GkaOptions adjoint_opt = opt;  // Lemma 2's solve: the forward's r steps
+  if (mutated(Mutant::gka_adjoint_solve_step_short)) adjoint_opt.iters = std::max(0, r - 1);
   std::vector<T> rho2(static_cast<std::size_t>(n), zero);
   std::vector<char> active(static_cast<std::size_t>(n), 0);
   w.s_sum.assign(static_cast<std::size_t>(n), zero);
@@ -125,7 +136,7 @@ void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const 
   w.H0t.assign(K, K, zero);
   for (int i = 0; i < K; ++i)
     for (int j = 0; j < K; ++j) w.H0t(i, j) = H0(j, i);
-  gka_chunk_chebyshev<P>(w.H0t, Kc, w.d, w.s, w.dX, opt, w.fws, w.adj);
+  gka_chunk_chebyshev<P>(w.H0t, Kc, w.d, w.s, w.dX, adjoint_opt, w.fws, w.adj);
   for (int c = 0; c < n; ++c)
     if (active[c])
       for (int i = 0; i < K; ++i) w.dSq(c, i) += w.adj(c, i);
@@ -143,7 +154,7 @@ void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const 
   w.domega.assign(static_cast<std::size_t>(n), zero);
   w.ds.assign(static_cast<std::size_t>(n), zero);
   w.drho2.assign(static_cast<std::size_t>(n), zero);
-  for (int it = r; it >= 1; --it) {
+  for (int it = r; it >= last_step; --it) {
     // A_c ξ_{i-1} (fp32 operands: see the header).
     gka_state_apply<P>(false, H0, Kc, Kc, w.d, w.xim1, w.ws, w.ax);
     gka_add_ridge(w.s.lam, w.xim1, w.ax);
@@ -166,7 +177,10 @@ void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const 
         std::fill(xm2, xm2 + K, zero);  // ξ_{-1} = 0
       } else {
         const T bi = -(nu - one);
-        for (int i = 0; i < K; ++i) xm2[i] = (x[i] - (nu * xm1[i] - ci * a[i]) - ci * q[i]) / bi;  // eq. (54)
+        for (int i = 0; i < K; ++i) {  // eq. (54); the print's eqs. (59)/(60) have + c_i q
+          const T rest = x[i] - (nu * xm1[i] - ci * a[i]);
+          xm2[i] = (printed_q_sign ? rest + ci * q[i] : rest - ci * q[i]) / bi;
+        }
       }
       w.dlam[c] -= ci * dot(dd, xm1, K);
       T dci = zero, dwi = w.domega[c];
@@ -190,7 +204,10 @@ void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const 
       const T nu = w.sched(c, it), ci = two * nu / w.s_sum[c];
       for (int i = 0; i < K; ++i) {
         w.dxi_prev(c, i) = nu * w.dxi(c, i) - ci * w.atd(c, i);
-        if (it < r) w.dxi_prev(c, i) -= (w.sched(c, it + 1) - one) * w.dxi_next(c, i);
+        if (it < r) {
+          if (recursion_sign_flipped) w.dxi_prev(c, i) += (w.sched(c, it + 1) - one) * w.dxi_next(c, i);
+          else w.dxi_prev(c, i) -= (w.sched(c, it + 1) - one) * w.dxi_next(c, i);
+        }
       }
     }
     std::swap(w.dxi_next, w.dxi);
@@ -274,6 +291,10 @@ void gka_chunk_sequence_backward(const GkaInputs<typename P::acc>& in, const Gka
   const std::int64_t len = in.q.dim(1);
   const int K = static_cast<int>(in.q.dim(3)), V = static_cast<int>(in.v.dim(3));
   const std::int64_t chunks = (len + chunk_size - 1) / chunk_size;
+  // The mutants of the other steps, read once per sequence (gate/mutants.cpp).
+  const bool lambda_gradient = !mutated(Mutant::gka_lambda_gradient_dropped);
+  const bool dalpha_written = !mutated(Mutant::gka_dalpha_dropped);
+  const bool dh_carried = !mutated(Mutant::gka_dh_not_carried);
   // Forward pass over the chunks: the chunk-initial states, by the forward's own
   // state passing.
   w.Hstart.resize(static_cast<std::size_t>(chunks));
@@ -327,7 +348,7 @@ void gka_chunk_sequence_backward(const GkaInputs<typename P::acc>& in, const Gka
         if (in.alpha) {
           w.dX(t, i) = w.tk.alpha[t] * w.dQt(t, i);
           w.dSq(t, i) = (one - w.tk.alpha[t]) * w.dQt(t, i);
-          mul_add_to(w.dalpha[t], w.dQt(t, i), w.X(t, i) - w.tk.Sq(t, i));
+          if (dalpha_written) mul_add_to(w.dalpha[t], w.dQt(t, i), w.X(t, i) - w.tk.Sq(t, i));
         } else {
           w.dX(t, i) = w.dQt(t, i);
         }
@@ -346,11 +367,13 @@ void gka_chunk_sequence_backward(const GkaInputs<typename P::acc>& in, const Gka
     // 5. λ_c = a‖H_c‖_F and eq. (5).
     w.psi.assign(static_cast<std::size_t>(c), zero);
     for (int t = 0; t < c; ++t) {
-      if (!opt.fixed_lambda) w.dfro[t] += a * w.dlam[t];
+      if (!opt.fixed_lambda && lambda_gradient) w.dfro[t] += a * w.dlam[t];
       if (w.s.fro[t] != zero) w.psi[t] = w.dfro[t] / (two * w.s.fro[t]);
     }
     gka_chunk_fro_norms_backward<P>(H0, w.tk.K, w.d, w.psi, w.ws, w.g);
     // 6. State passing: H_end = ζ_{n-1} H_0 + Σ_j M̃_{j,n-1} k_j k_jᵀ, S_end likewise.
+    // (mutant gka-dh-not-carried: a chunk before the last starts from dH_end = 0.)
+    if (!dh_carried && n + 1 < chunks) std::fill(dH.a.begin(), dH.a.end(), zero);
     for (std::size_t e = 0; e < dH.a.size(); ++e) mul_add_to(w.g.dH0.a[e], w.d.zeta[last], dH.a[e]);
     for (std::size_t e = 0; e < dS.a.size(); ++e) mul_add_to(w.g.dS0.a[e], w.d.zeta[last], dS.a[e]);
     // ζ_{n-1} decays the running states (acc), not their narrowed operand copies.

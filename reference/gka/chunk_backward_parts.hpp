@@ -16,6 +16,7 @@
 #include <cmath>
 #include <vector>
 
+#include "reference/core/mutant.hpp"
 #include "reference/gka/chunk.hpp"
 
 namespace ttr {
@@ -232,10 +233,13 @@ void gka_chunk_gates_backward(const GkaChunkDecays<T>& d, const GkaChunkAdjoint<
     }
   }
   dg.assign(static_cast<std::size_t>(n), zero);
+  // mutant gka-dg-revcumsum-exclusive: dg_i = Σ_{c>i} db_c, the sum read before adding db_i.
+  const bool exclusive = mutated(Mutant::gka_dg_revcumsum_exclusive);
   T run = zero;
   for (int i = n - 1; i >= 0; --i) {
+    if (exclusive) dg[i] = run;
     run += db[i];
-    dg[i] = run;
+    if (!exclusive) dg[i] = run;
   }
 }
 

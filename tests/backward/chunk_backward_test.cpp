@@ -1,8 +1,9 @@
 // The chunkwise and scan backward forms (TTR_FORM(<layer>, chunk|scan, backward) in
 // layers.def; the delta family's chunk backward is reference/family/delta_chunk_backward.hpp,
 // the gated linear layers' reference/family/gated_linear_{chunk,scan}_backward.hpp,
-// kla_kalman's chunk and scan backward reference/kla_kalman/scan_backward.hpp; and the
-// gated layers' sequential_dg_sum, FLA's fused-recurrent dg, gated_linear_dg_sum.hpp):
+// kla_kalman's chunk and scan backward reference/kla_kalman/scan_backward.hpp, gka's chunk
+// backward reference/gka/chunk_backward.hpp; and the gated layers' sequential_dg_sum,
+// FLA's fused-recurrent dg, gated_linear_dg_sum.hpp):
 //
 //  * Backward WY/UT equivalence: in MPFR-256 every chunk and scan backward form equals the
 //    exact adjoint (the layer's sequential backward, itself checked against reverse
@@ -74,8 +75,9 @@ INSTANTIATE_TEST_SUITE_P(AllBackwardForms, ChunkBackwardEquivalence,
                          ::testing::ValuesIn(mpfr_parallel_forms(Direction::backward)), form_name_of);
 
 // Every delta-family layer has its chunk backward, every gated linear layer and
-// kla_kalman its chunk and scan backward: a layer that loses one fails here.
-TEST(ChunkBackwardEquivalence, CoversTheDeltaFamilyGatedLinearAttentionAndKla) {
+// kla_kalman its chunk and scan backward, gka its chunk backward: a layer that loses
+// one fails here.
+TEST(ChunkBackwardEquivalence, CoversTheDeltaFamilyGatedLinearAttentionKlaAndGka) {
   const auto& forms = mpfr_parallel_forms(Direction::backward);
   const auto has = [&](const std::string& layer, const char* form) {
     return std::find(forms.begin(), forms.end(), LayerForm{layer, form}) != forms.end();
@@ -94,6 +96,7 @@ TEST(ChunkBackwardEquivalence, CoversTheDeltaFamilyGatedLinearAttentionAndKla) {
   EXPECT_EQ(gated_linear, 3);  // linear_attn, simple_gla, gla
   EXPECT_TRUE(has("kla_kalman", "chunk"));
   EXPECT_TRUE(has("kla_kalman", "scan"));
+  EXPECT_TRUE(has("gka", "chunk"));
 }
 
 // Multiplies row (b, t, h) = (0, t, 0) of a [B,T,H,F] or [B,T,H] gradient by `factor`
@@ -166,8 +169,9 @@ TEST(ChunkBackward, CorrectBf16AndFp32KernelsPassTheirModel) {
     }
   }
   // 6 delta-family chunk forms + 3 gated linear layers x {chunk, scan} + kla_kalman {chunk, scan}
-  // + gla, simple_gla sequential_dg_sum (FLA's fused-recurrent dg), x 2 tiny cases x {bf16, fp32}
-  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2 + 2 + 2);
+  // + gla, simple_gla sequential_dg_sum (FLA's fused-recurrent dg) + gka chunk,
+  // x 2 tiny cases x {bf16, fp32}
+  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2 + 2 + 2 + 1);
   EXPECT_EQ(judged, expected);
   EXPECT_GE(planted_checks, 2 * judged);
 }

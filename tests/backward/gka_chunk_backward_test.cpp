@@ -20,8 +20,9 @@
 // same construction; a wrong sign in eq. (54) (the print's + c_i q), a dropped λ path
 // or a missing state-passing term shows up at 1e-3 or worse.
 //
-// The form is not yet declared in layers.def (TTR_FORM(gka, chunk, backward)): this
-// test calls the reference function directly; docs/gradients.md says what is missing.
+// The form is declared (TTR_FORM(gka, chunk, backward)), so the generic
+// chunk_backward_test.cpp proves it too, under the layer's default config (the exact
+// solve); this test calls the reference function directly to cover every solver.
 #include <gtest/gtest.h>
 
 #include <string>

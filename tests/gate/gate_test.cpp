@@ -128,6 +128,27 @@ bool gate_config_meets(const std::string& layer, const MutantConditions& n) {
   return true;
 }
 
+// The gradients each GKA chunk backward mutant changes (gate/mutants.cpp, its
+// description; reference/gka/chunk_backward.hpp, its injection point): the gate
+// must fail it on these and on no other — a gradient the bug leaves alone is
+// computed bit for bit as by the correct kernel, so failing there would be a false
+// alarm that happens to coincide with the bug. dq and dv are never among the H-path
+// bugs' (the readout and Lemma 2 do not read the reversed iteration).
+const std::map<std::string, std::set<std::string>>& gka_backward_mutant_gradients() {
+  static const std::set<std::string> h_path = {"dk", "dg", "dbeta", "dhkk0"};
+  static const std::map<std::string, std::set<std::string>> m = {
+      {"gka-lambda-gradient-dropped", h_path},
+      {"gka-alg2-printed-q-sign", h_path},
+      {"gka-adjoint-recursion-sign", h_path},
+      {"gka-chebyshev-adjoint-step-short", h_path},
+      {"gka-adjoint-solve-step-short", {"dq"}},
+      {"gka-dalpha-dropped", {"dalpha"}},
+      {"gka-dg-revcumsum-exclusive", {"dg"}},
+      {"gka-dh-not-carried", h_path},
+  };
+  return m;
+}
+
 TEST(Gate, EveryMutantFailsTheDefaultGate) {
   ASSERT_GE(mutant_catalogue().size(), 12u);
   for (const MutantInfo& m : mutant_catalogue()) {
@@ -174,7 +195,23 @@ TEST(Gate, EveryMutantFailsTheDefaultGate) {
         }
         break;
       }
+    // A GKA backward mutant is caught for the right reason: every failing gradient
+    // of every failing check is one the bug touches.
+    const auto& gka = gka_backward_mutant_gradients();
+    if (const auto it = gka.find(m.name); it != gka.end()) {
+      for (const GateCheck& c : r.checks)
+        for (const TensorVerdict& v : c.result.tensors)
+          if (v.present && !v.pass) {
+            EXPECT_TRUE(it->second.count(v.name)) << m.name << ": " << c.id << " fails " << v.name
+                                                  << ", a gradient the bug does not touch";
+          }
+    }
   }
+  // Every GKA backward mutant of the catalogue has its gradients listed above.
+  for (const MutantInfo& m : mutant_catalogue())
+    if (m.direction() == Direction::backward && m.affects("gka", Form::chunk, Direction::backward)) {
+      EXPECT_TRUE(gka_backward_mutant_gradients().count(m.name)) << m.name;
+    }
 }
 
 // The one localized backward bug is found where it is: the failing tensor is dq
