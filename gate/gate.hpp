@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,9 @@ struct GateCase {
   Regime regime;
   int chunk_size = 64;
   int seeds = 1;  // seeds per case in this suite (overridden by GateOptions::seeds)
+  // Layers whose backward units this case does not run (their gradient model is
+  // too costly at this shape for the suite: gate_cases says why).
+  std::set<std::string> no_backward = {};
 };
 
 struct GateOptions {
