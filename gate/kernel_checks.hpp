@@ -34,10 +34,12 @@ inline constexpr int kKernelChunkSize = 64;
 // forms' models in quadrature).
 ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed,
                        Direction direction = Direction::forward);
-// The model of `layer`'s kernel: as above, except for a layer that declares no
-// CPU chunk form in the kernel's direction (gka's backward: only the sequential
-// backward form is declared, docs/gradients.md). Its recurrent kernel is then
-// modelled by the sequential form alone, in the kernel's dtype. In fp32 that form
+// The model of `layer`'s kernel: as above, except for a recurrent kernel of a
+// layer that declares no CPU chunk form in the kernel's direction, or whose chunk
+// form there is another algorithm (gka's backward: the chunk backward reverses the
+// Chebyshev iteration, GKA Alg. 2, where the recurrent kernel stores it;
+// docs/gradients.md). That kernel is modelled by the sequential form alone, in the
+// kernel's dtype. In fp32 that form
 // is the kernel's arithmetic (every operation fp32, as the form's fp32 model
 // perturbs each). In bf16 the model perturbs every operation by u = 2⁻⁸, where
 // the kernel rounds to bf16 only its inputs q, k, v, do (each enters the form

@@ -10,6 +10,8 @@
 
 #include "oracles/error.hpp"
 #include "gate/error_model.hpp"
+#include "gate/kernel_checks.hpp"
+#include "oracles/registry.hpp"
 #include "reference/core/mca.hpp"
 #include "tests/support/vectors_fixture.hpp"
 
@@ -160,6 +162,40 @@ TEST(Model, FollowsConditioning) {
     return sum;
   };
   EXPECT_GT(modelled("0.001"), 4 * modelled("0.2"));
+}
+
+// Which CPU form models a device kernel (gate/kernel_checks.hpp), by the layers'
+// declarations: a chunk kernel its chunk form; a recurrent kernel in fp32 the
+// sequential form with the chunk form in quadrature where the layer's chunk form
+// computes the same recurrence, the sequential form alone where it declares none
+// (pdn_exact) or its chunk form is another algorithm (gka's backward: Alg. 2).
+TEST(KernelModel, FollowsTheLayersDeclaredForms) {
+  auto model = [](const char* layer, Form f, Tier t, Direction d) {
+    return kernel_model(find_layer(layer), f, t, 8, 1, d);
+  };
+  for (Direction d : {Direction::forward, Direction::backward}) {
+    const ModelSpec chunk = model("gated_delta_rule", Form::chunk, Tier::bf16, d);
+    EXPECT_EQ(chunk.form, Form::chunk);
+    EXPECT_TRUE(chunk.also.empty());
+    EXPECT_EQ(chunk.direction, d);
+    EXPECT_EQ(chunk.chunk_size, kKernelChunkSize);
+    const ModelSpec rec32 = model("gated_delta_rule", Form::sequential, Tier::fp32, d);
+    EXPECT_EQ(rec32.form, Form::sequential);
+    EXPECT_EQ(rec32.also, std::vector<Form>{Form::chunk});
+    EXPECT_EQ(model("gated_delta_rule", Form::sequential, Tier::bf16, d).form, Form::chunk);
+  }
+  ASSERT_TRUE(find_layer("gka").has_form(Form::chunk, Direction::backward));
+  for (Tier t : {Tier::bf16, Tier::fp32}) {
+    const ModelSpec gka_bwd = model("gka", Form::sequential, t, Direction::backward);
+    EXPECT_EQ(gka_bwd.form, Form::sequential) << tier_name(t);
+    EXPECT_TRUE(gka_bwd.also.empty()) << tier_name(t);
+    EXPECT_EQ(gka_bwd.dtype, t);
+    const ModelSpec pdn = model("pdn_exact", Form::sequential, t, Direction::forward);
+    EXPECT_EQ(pdn.form, Form::sequential) << tier_name(t);
+    EXPECT_TRUE(pdn.also.empty()) << tier_name(t);
+  }
+  // gka's forward chunk form is its recurrence's chunkwise form: the usual rule.
+  EXPECT_EQ(model("gka", Form::sequential, Tier::fp32, Direction::forward).also, std::vector<Form>{Form::chunk});
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ void check_cases(const std::vector<VectorCase>& cases, std::uint64_t seed) {
 }
 
 // Discoverable through the registry (run --device cuda --backward), and judged by
-// the sequential backward form's model (no chunk backward form is declared).
+// the sequential backward form's model: gka's chunk backward form is another
+// algorithm (Alg. 2 reverses the iteration the kernel stores), not its model.
 TEST(CudaGkaBackward, KernelIsDeclaredWithTheSequentialModel) {
   ASSERT_NE(gka().kernel(Backend::cuda, Form::sequential, Direction::backward), nullptr);
   EXPECT_EQ(gka().kernel(Backend::cuda, Form::chunk, Direction::backward), nullptr);
