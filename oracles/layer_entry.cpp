@@ -7,6 +7,7 @@
 #include "oracles/error.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/slices.hpp"
+#include "oracles/tiers/dd_support.hpp"
 #include "oracles/varlen.hpp"
 
 namespace ttr {
@@ -27,6 +28,7 @@ std::vector<Form> LayerEntry::form_list(Direction d) const {
 LayerRunner LayerEntry::runner(Form f, Tier t, Direction d) const {
   for (const FormImpl& x : forms)
     if (x.form == f && x.direction == d) {
+      if (t == Tier::dd && !dd_tier_runs_here()) throw InputError(dd_tier_unavailable());
       if (const LayerRunner r = x.runners[static_cast<std::size_t>(t)]) return r;
       throw InputError(fmt::format("layer '{}' has no {} runner for its {} {} form", spec.name, tier_name(t),
                                    form_name(f), direction_name(d)));

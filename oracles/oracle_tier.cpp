@@ -8,6 +8,7 @@
 
 #include "oracles/error.hpp"
 #include "oracles/slices.hpp"
+#include "oracles/tiers/dd_support.hpp"
 #include "oracles/varlen.hpp"
 
 namespace ttr {
@@ -145,6 +146,7 @@ OracleResult all_mpfr(const LayerEntry& layer, Form form, const TensorMap<double
 }
 
 bool has_runner(const LayerEntry& layer, Form form, Tier t, Direction d) {
+  if (t == Tier::dd && !dd_tier_runs_here()) return false;  // then MPFR serves (tiers/dd_support.hpp)
   for (const FormImpl& x : layer.forms)
     if (x.form == form && x.direction == d) return x.runners[static_cast<std::size_t>(t)] != nullptr;
   return false;

@@ -24,13 +24,26 @@
 // no binary_scaling specialisation (exponents carried as 0: the scaled forms reduce
 // to the plain arithmetic), which only matters for those same slices.
 //
+// Exact products. Every dd product starts from two_prod(a, b) = (fl(a·b), a·b −
+// fl(a·b)); the error term is representable (barring underflow), so Dekker's
+// splitting (QD's default: ~17 flops) and one fused multiply-subtract give the same
+// bits. Where the target has a fast FMA (FP_FAST_FMA: every aarch64; x86-64 with
+// -mfma, which CMake gives the dd runner TUs when the build machine runs FMA code,
+// option TTR_DD_FMA) QD takes the FMA (QD_FMS, qd_config.h), which halves the dd
+// tier's time (docs/error-model.md, "Oracle tiers"); elsewhere it splits. The
+// compiler still contracts nothing (-ffp-contract=off): only these explicit fma
+// calls fuse. oracles/tiers/dd_support.hpp says whether this machine can run them.
+//
 // Included only by the dd runner TUs (oracles/tiers/dd.hpp) and tests: QD's header
 // is light, but keeping tiers apart keeps recompilation local.
 #pragma once
 
+#include <cmath>
+#if defined(FP_FAST_FMA) && !defined(QD_FMS)
+#define QD_FMS(a, b, c) std::fma((a), (b), -(c))
+#endif
 #include <qd/dd_real.h>
 
-#include <cmath>
 #include <string>
 
 #include "reference/core/scalar.hpp"
