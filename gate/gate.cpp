@@ -113,7 +113,7 @@ const std::vector<std::string>& gate_suite_names() {
 // The default suite is CI's gate, so its realistic case leaves out GKA's chunk
 // backward: its Monte Carlo model reverses the Chebyshev solve (r = 30 steps of 12
 // batched 64×64 products, GKA Alg. 2) in every sample, ~190 s of CPU for that one
-// unit against ~4 s for each of GKA's small backward units; the full suite runs it.
+// unit against ~5.6 s for each of GKA's small backward units; the full suite runs it.
 std::vector<GateCase> gate_cases(const std::string& suite) {
   Regime plain, edges, dup, states, norms, varlen;
   edges.decay_edges = edges.beta_edges = true;
