@@ -15,6 +15,7 @@
 #include "cli/common.hpp"
 #include "oracles/error.hpp"
 #include "gate/gate.hpp"
+#include "gate/mutants.hpp"
 #include "gate/report.hpp"
 #include "gate/shard.hpp"
 
@@ -154,9 +155,10 @@ Command add_gate(CLI::App& app) {
     GateResult rc;
     std::string cuda_line;
     if (o->no_cuda) cuda_line = "skipped: --no-cuda";
-    else if (o->direction == "backward") cuda_line = "skipped: the device kernels are forward only";
     else if (o->gate.criterion != Criterion::model) cuda_line = "skipped: runs under the model criterion only";
-    else if (!o->gate.mutant.empty()) cuda_line = "skipped: mutants are planted in the CPU kernels";
+    else if (!o->gate.mutant.empty() && parse_mutant(o->gate.mutant) != Mutant::none &&
+             !mutant_info(parse_mutant(o->gate.mutant)).cuda)
+      cuda_line = fmt::format("skipped: mutant {} is planted in the CPU forms only", o->gate.mutant);
     else if (!o->inject.empty()) cuda_line = "skipped: errors are injected into the CPU kernels' outputs";
     else {
       GateOptions g = o->gate;

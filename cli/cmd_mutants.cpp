@@ -66,6 +66,7 @@ Command add_mutants(CLI::App& app) {
           e["targets"].push_back(
               {{"layer", t.layer}, {"form", form_name(t.form)}, {"direction", direction_name(t.direction)}});
         if (!m.note.empty()) e["note"] = m.note;
+        e["cuda"] = m.cuda;
         j.push_back(std::move(e));
       }
       fmt::print("{}\n", j.dump(2));
@@ -78,6 +79,7 @@ Command add_mutants(CLI::App& app) {
         targets.push_back(fmt::format("{}/{}{}", t.layer, form_name(t.form),
                                       t.direction == Direction::backward ? "/backward" : ""));
       fmt::print("  affects: {}\n", fmt::join(targets, ", "));
+      if (m.cuda) fmt::print("  cuda: also planted in the CUDA chunk backward kernels of these layers\n");
       if (const std::string n = needs_text(m.needs); !n.empty()) fmt::print("  needs: {}\n", n);
       if (!m.note.empty()) fmt::print("  note: {}\n", m.note);
       fmt::print("\n");

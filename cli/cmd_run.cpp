@@ -68,7 +68,7 @@ Command add_run(CLI::App& app) {
         throw InputError(fmt::format("--device cuda: tensor '{}' (a varlen batch): the CUDA kernels take fixed-length "
                                      "batches only so far; run it with --device cpu",
                                      kCuSeqlens));
-      if (mutant != Mutant::none) throw InputError("--mutant: mutants are planted in the CPU kernels, not --device cuda");
+      if (mutant != Mutant::none) parse_cuda_mutant(o->mutant);  // one with a CUDA counterpart
       if (form == Form::scan) throw InputError("--device cuda runs --form chunk or sequential");
       if (arith.tier != Tier::bf16 && arith.tier != Tier::fp32)
         throw InputError(fmt::format("--device cuda runs --arith bf16 or fp32, not {}", o->arith));
@@ -83,12 +83,16 @@ Command add_run(CLI::App& app) {
       if (o->chunk_size != 64) throw InputError("--device cuda: the CUDA chunk kernels use --chunk-size 64");
       const device::Status st = device::status();
       if (!st.usable()) throw InputError(fmt::format("--device cuda: {}", st.reason()));
-      const TensorMap<double> values = kernel->run(in.inputs.tensors, in.config, arith.tier, {});
+      const TensorMap<double> values = [&] {
+        const MutantScope scope(mutant);
+        return kernel->run(in.inputs.tensors, in.config, arith.tier, {});
+      }();
       auto meta = base_metadata("run", in.layer->spec, in.config);
       meta["form"] = form_name(form);
       meta["precision"] = arith_name(arith);
       meta["device"] = "cuda: " + st.device;
       meta["kernel"] = kernel->name();
+      if (mutant != Mutant::none) meta["mutant"] = o->mutant;
       if (o->backward) meta["direction"] = direction_name(dir);
       if (form == Form::chunk || form == Form::chunk_unscaled) meta["chunk_size"] = "64";
       if (const auto s = in.file.metadata.find("seed"); s != in.file.metadata.end()) meta["seed"] = s->second;

@@ -72,30 +72,36 @@ class CpuTarget final : public Target {
   Direction direction_;
 };
 
-// A device kernel of the registry on device 0, with the model the gate uses
-// for it (gate/kernel_checks.hpp).
+// A device kernel of the registry on device 0 (forward or backward), with the
+// model the gate uses for it (gate/kernel_checks.hpp); a mutant with a CUDA
+// counterpart switched on around its runs alone.
 class KernelTarget final : public Target {
  public:
-  KernelTarget(TargetSpec spec, const KernelImpl& kernel, const LayerEntry& layer)
-      : spec_(spec), kernel_(kernel), layer_(layer) {}
+  KernelTarget(TargetSpec spec, const KernelImpl& kernel, const LayerEntry& layer, Mutant mutant)
+      : spec_(spec), kernel_(kernel), layer_(layer), mutant_(mutant) {}
   TargetSpec spec() const override { return spec_; }
   Form form() const override { return kernel_.form; }
+  Direction direction() const override { return kernel_.direction; }
   int chunk_size() const override { return kKernelChunkSize; }
   ModelSpec model() const override { return kernel_model(layer_, kernel_.form, spec_.dtype, 8, 0, kernel_.direction); }
   TensorMap<double> run(const LayerEntry&, const TensorMap<double>& inputs, const Config& cfg) const override {
+    const MutantScope scope(mutant_);
     return kernel_.run(inputs, cfg, spec_.dtype, {});
   }
   std::string replay_command(const std::string& layer, const std::string& inputs_file,
                              const std::string& outputs_file) const override {
-    return fmt::format("ttrcheck run --device {} --layer {} --in {} --out {} --arith {} --form {}{}",
+    return fmt::format("ttrcheck run --device {} --layer {} --in {} --out {} --arith {} --form {}{}{}{}",
                        backend_name(spec_.backend), layer, inputs_file, outputs_file, tier_name(spec_.dtype),
-                       form_name(kernel_.form), one_token_at_a_time(kernel_.form) ? "" : " --chunk-size 64");
+                       form_name(kernel_.form), one_token_at_a_time(kernel_.form) ? "" : " --chunk-size 64",
+                       mutant_ != Mutant::none ? fmt::format(" --mutant {}", mutant_name(mutant_)) : "",
+                       kernel_.direction == Direction::backward ? " --backward" : "");
   }
 
  private:
   TargetSpec spec_;
   const KernelImpl& kernel_;
   const LayerEntry& layer_;
+  Mutant mutant_;
 };
 
 }  // namespace
@@ -104,19 +110,24 @@ std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& la
                                     Mutant mutant, Direction direction) {
   if (spec.backend != Backend::cpu) {
     const std::string t = spec.text();
-    if (direction != Direction::forward)
-      throw InputError(fmt::format("--target {} --backward: the CUDA kernels compute the forward direction only "
-                                   "(--target cpu:bf16|cpu:fp32)", t));
+    if (mutant != Mutant::none) {
+      parse_cuda_mutant(mutant_name(mutant));  // one with a CUDA counterpart
+      if (form == Form::sequential)
+        throw InputError(fmt::format("--mutant {}: the sequential kernel is never mutated (use --form chunk)",
+                                     mutant_name(mutant)));
+      if (!mutant_info(mutant).affects(layer.spec.name, form, direction))
+        throw InputError(fmt::format("--mutant {} does not affect {} --form {} {} (`ttrcheck mutants` lists its "
+                                     "targets)", mutant_name(mutant), layer.spec.name, form_name(form),
+                                     direction_name(direction)));
+    }
     if (const device::Status st = device::status(); !st.usable())
       throw InputError(fmt::format("--target {}: {}", t, st.reason()));
-    const KernelImpl* k = layer.kernel(spec.backend, form);
-    if (!k) throw InputError(fmt::format("--target {}: layer '{}' has no {} {} kernel", t, layer.spec.name,
-                                         backend_name(spec.backend), form_name(form)));
+    const KernelImpl* k = layer.kernel(spec.backend, form, direction);
+    if (!k) throw InputError(fmt::format("--target {}: layer '{}' has no {} {} {} kernel", t, layer.spec.name,
+                                         backend_name(spec.backend), form_name(form), direction_name(direction)));
     if ((form == Form::chunk || form == Form::chunk_unscaled) && chunk != kKernelChunkSize)
       throw InputError(fmt::format("--target {}: the CUDA chunk kernels use --chunk-size {}", t, kKernelChunkSize));
-    if (mutant != Mutant::none)
-      throw InputError(fmt::format("--target {}: mutants are planted in the CPU kernels, not on the GPU", t));
-    return std::make_unique<KernelTarget>(spec, *k, layer);
+    return std::make_unique<KernelTarget>(spec, *k, layer, mutant);
   }
   if (!layer.has_form(form, direction))
     throw InputError(fmt::format("--form: layer '{}' has no {} {} form", layer.spec.name, form_name(form),

@@ -47,10 +47,10 @@ class Target {
 };
 
 // The target for `spec` running `form` with chunk size `chunk` in `direction`,
-// under `mutant` (CPU only; Mutant::none for a real kernel). InputError when this
-// build or machine has no such backend ("no CUDA device"), the layer lacks the
-// form or kernel in that direction (the device kernels are forward only), or the
-// kernel does not take the chunk size.
+// under `mutant` (Mutant::none for a real kernel; on a device, one of the
+// catalogue's `cuda` mutants). InputError when this build or machine has no such
+// backend ("no CUDA device"), the layer lacks the form or kernel in that
+// direction, the mutant does not reach it, or the kernel does not take the chunk size.
 std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& layer, Form form, int chunk,
                                     Mutant mutant, Direction direction = Direction::forward);
 

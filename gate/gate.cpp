@@ -87,7 +87,7 @@ std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const
   return out;
 }
 
-std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt) {
+std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt, const Mutant mutant) {
   const LayerSpec& spec = u.layer->spec;
   const VectorCase vc = gate_vector_case(spec, u.c);
   KernelCheckOptions ko;
@@ -95,8 +95,11 @@ std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt) {
   ko.samples = opt.samples;
   ko.strict_range = opt.strict_range;
   ko.oracle_mode = opt.oracle_mode;
-  return check_kernels(*u.layer, generate_inputs(spec, vc, u.seed), Config::make(spec, vc.config), u.c.name, u.seed,
-                       ko);
+  ko.direction = u.direction;
+  ko.mutant = mutant;
+  const bool backward = u.direction == Direction::backward;
+  return check_kernels(*u.layer, backward ? generate_backward_inputs(spec, vc, u.seed) : generate_inputs(spec, vc, u.seed),
+                       Config::make(spec, vc.config), u.c.name, u.seed, ko);
 }
 
 }  // namespace
@@ -172,7 +175,7 @@ GateResult run_gate(const GateOptions& opt) {
   GateResult result;
   if (opt.backend != Backend::cpu) {
     if (opt.criterion != Criterion::model) throw InputError("the device kernels run under the model criterion only");
-    if (!opt.mutant.empty()) throw InputError("mutants are planted in the CPU kernels, not the device's");
+    if (!opt.mutant.empty()) parse_cuda_mutant(opt.mutant);  // only those with a CUDA counterpart
     if (!opt.inject_magnitudes.empty()) throw InputError("errors are injected into the CPU kernels' outputs only");
     const device::Status st = device::status();
     if (!st.usable()) {
@@ -207,8 +210,8 @@ GateResult run_gate(const GateOptions& opt) {
                                                              : std::count(opt.forms.begin(), opt.forms.end(), form) > 0))
             for (Tier t : {Tier::bf16, Tier::fp32}) kernels.emplace_back(form, t);
         expected = kernels.size() * std::max<std::size_t>(1, opt.inject_magnitudes.size());
-      } else if (dir == Direction::forward) {
-        expected = 2 * e.kernel_list(opt.backend).size();  // × bf16, fp32
+      } else {
+        expected = 2 * e.kernel_list(opt.backend, dir).size();  // × bf16, fp32
       }
       if (expected == 0) continue;
       for (const GateCase& c : cases) {
@@ -238,7 +241,8 @@ GateResult run_gate(const GateOptions& opt) {
     for (std::size_t i; (i = next++) < units.size();) {
       if (opt.fail_fast && failed) return;
       try {
-        results[i] = opt.backend == Backend::cpu ? run_cpu_unit(units[i], opt, mutant) : run_kernel_unit(units[i], opt);
+        results[i] = opt.backend == Backend::cpu ? run_cpu_unit(units[i], opt, mutant)
+                                                 : run_kernel_unit(units[i], opt, mutant);
         ran[i] = 1;
         for (const GateCheck& c : results[i])
           if (!c.result.pass) failed = true;

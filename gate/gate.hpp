@@ -39,8 +39,8 @@ struct GateOptions {
   std::string suite = "default";        // default | full
   std::vector<std::string> layers;      // empty: every layer with a chunk or scan form
   std::vector<Form> forms;              // empty: every chunk and scan form
-  // The directions checked: the forms of each that the registry declares (CPU;
-  // the device kernels are forward only).
+  // The directions checked: the forms (CPU) or kernels (device) of each that the
+  // registry declares.
   std::vector<Direction> directions = {Direction::forward, Direction::backward};
   std::vector<std::string> cases;       // empty: every case of the suite
   std::uint64_t seed = 0;               // first seed

@@ -4,6 +4,7 @@
 
 #include "oracles/error.hpp"
 #include "oracles/varlen.hpp"
+#include "reference/core/mutant.hpp"
 
 namespace ttr {
 
@@ -56,7 +57,11 @@ std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<do
     for (Form form : opt.forms) {
       const KernelImpl* k = layer.kernel(opt.backend, form, dir);
       if (!k) continue;
-      TensorMap<double> cand = k->run(in, cfg, dtype, opt.launch);
+      TensorMap<double> cand;
+      {
+        const MutantScope scope(opt.mutant);  // the kernel under test only
+        cand = k->run(in, cfg, dtype, opt.launch);
+      }
       GateCheck g;
       g.id = fmt::format("{}/{}{}/{}/{}/{}", layer.spec.name, k->name(), suffix, tier_name(dtype), case_name, seed);
       g.result = judge(cand, kernel_model(layer, form, dtype, opt.samples, seed, dir));

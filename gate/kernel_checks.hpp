@@ -21,6 +21,7 @@
 
 #include "gate/gate.hpp"
 #include "gpu/binding/device.hpp"
+#include "reference/core/mutant_id.hpp"
 
 namespace ttr {
 
@@ -65,6 +66,9 @@ struct KernelCheckOptions {
   Direction direction = Direction::forward;
   OracleMode oracle_mode = OracleMode::fast;  // oracles/oracle_tier.hpp
   KernelOptions launch;
+  // A catalogued bug switched on around the kernels' runs alone (never the oracle
+  // or the model): the CUDA counterparts of gate/mutants.hpp's `cuda` entries.
+  Mutant mutant = Mutant::none;
 };
 
 // One layer on one input set: checks in (dtype, kernel) order, ids

@@ -1,6 +1,7 @@
 #include "gate/mutants.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <initializer_list>
@@ -223,7 +224,7 @@ std::vector<MutantInfo> build() {
   std::vector<MutantInfo> c;
   const auto add = [&](Mutant id, const char* name, const char* description, std::vector<MutantTarget> targets,
                        MutantConditions needs = {}, const char* note = "") {
-    c.push_back({id, name, description, std::move(targets), std::move(needs), note});
+    c.push_back({id, name, description, std::move(targets), std::move(needs), note, false});
   };
 
   add(Mutant::causal_mask_strict, "causal-mask-strict",
@@ -354,7 +355,12 @@ std::vector<MutantInfo> build() {
         "bit-identical to the correct form unless some H_t is exactly 0 (β = 0 or k = 0 at every token since the "
         "start, no hkk0); also NaN under solver=exact (a singular solve); cg stops at pᵀAp = 0 and is unaffected");
   }
+  // The delta family's backward bugs are planted in the CUDA chunk backward too
+  // (gpu/family/delta_chunk_backward.cu names each one's stage); GKA's chunk
+  // backward has no CUDA kernel (its CUDA backward is the recurrent one).
+  const std::size_t first_backward = c.size();
   add_backward(add);
+  for (std::size_t i = first_backward; i < c.size(); ++i) c[i].cuda = true;
   add_gka_backward(add);
   // Varlen bugs (FLA #836, #837, PR #955), planted in the slicer (oracles/slices.hpp):
   // they need a varlen batch (cu_seqlens) and are proven by tests/varlen/varlen_mutants_test.cpp.
@@ -456,6 +462,16 @@ Mutant parse_mutant(const std::string& name) {
   }
   if (name == "none") return Mutant::none;
   throw InputError(fmt::format("unknown mutant '{}' (known: {})", name, known));
+}
+
+Mutant parse_cuda_mutant(const std::string& name) {
+  const Mutant m = parse_mutant(name);
+  if (m == Mutant::none || mutant_info(m).cuda) return m;
+  std::vector<std::string> cuda;
+  for (const auto& e : mutant_catalogue())
+    if (e.cuda) cuda.push_back(e.name);
+  throw InputError(fmt::format("mutant '{}' is planted in the CPU forms only; the CUDA kernels carry these: {}", name,
+                               fmt::join(cuda, ", ")));
 }
 
 std::vector<const MutantInfo*> mutants_for(const std::string& layer, Form form, Direction direction) {

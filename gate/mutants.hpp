@@ -61,6 +61,10 @@ struct MutantInfo {
   std::vector<MutantTarget> targets;
   MutantConditions needs;
   std::string note;  // where it is weak or invisible (empty: bites clearly everywhere it applies)
+  // Also planted in the CUDA chunk backward kernels of its targets that have one
+  // (gpu/core/mutant.cuh; builds with TTR_CUDA_MUTANTS): `run --device cuda
+  // --mutant`, `gate --cuda-only --mutant` and the GPU tests switch it there.
+  bool cuda = false;
 
   bool affects(const std::string& layer, Form form, Direction direction = Direction::forward) const;
   // Its targets' directions: a catalogue entry's targets are all of one direction.
@@ -82,6 +86,9 @@ const MutantInfo& mutant_info(Mutant m);  // std::invalid_argument for Mutant::n
 const char* mutant_name(Mutant m);
 // A catalogue name, or "none"; InputError listing the known names otherwise.
 Mutant parse_mutant(const std::string& name);
+// The mutant for a run of a CUDA kernel: `name` parsed, and an InputError unless
+// it is "none" or has a CUDA counterpart (MutantInfo::cuda; naming those that do).
+Mutant parse_cuda_mutant(const std::string& name);
 // The mutants that affect (layer, form, direction), in catalogue order.
 std::vector<const MutantInfo*> mutants_for(const std::string& layer, Form form,
                                            Direction direction = Direction::forward);

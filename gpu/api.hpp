@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "reference/core/mutant_id.hpp"
+
 namespace ttr::gpu {
 
 enum class DType { bf16, fp32 };
@@ -85,6 +87,10 @@ struct DeltaBackwardArgs {
   void* dbeta = nullptr;
   float* dg = nullptr;
   float* dh0 = nullptr;
+  // A catalogued bug planted in the chunk backward (gate/mutants.hpp, its `cuda`
+  // entries; builds with TTR_CUDA_MUTANTS, gpu/core/mutant.cuh). The sequential
+  // backward never reads it: the GPU's reference, like the CPU's.
+  Mutant mutant = Mutant::none;
 };
 // Shapes as validate(DeltaArgs); throws std::invalid_argument naming the field.
 void validate(const DeltaBackwardArgs& a);

@@ -57,7 +57,8 @@ __global__ void __launch_bounds__(256) finish(std::int64_t rowsTotal, int K, int
                                               const E* __restrict__ q_raw, const E* __restrict__ k_raw,
                                               const E* __restrict__ beta, bool kaczmarz, float kaczmarz_eps,
                                               float l2_eps, float scale, DeltaGradPartials work, E* __restrict__ dq,
-                                              E* __restrict__ dk, E* __restrict__ dbeta, float* __restrict__ dg) {
+                                              E* __restrict__ dk, E* __restrict__ dbeta, float* __restrict__ dg,
+                                              bool l2norm_backward = true) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rowsTotal) return;  // whole warps leave together
   const int lane = threadIdx.x % 32;
@@ -97,7 +98,8 @@ __global__ void __launch_bounds__(256) finish(std::int64_t rowsTotal, int K, int
       if (i < K) gk[c] = fmaf(cc, Elem<E>::to_float(kr[i]), gk[c]);
     }
   }
-  if (q_raw) {
+  // l2norm_backward false: the chunk kernel's mutant l2norm-backward-skipped.
+  if (q_raw && l2norm_backward) {
     l2norm_backward_row(q_raw + row * K, gq, K, l2_eps);
     l2norm_backward_row(k_raw + row * K, gk, K, l2_eps);
   }

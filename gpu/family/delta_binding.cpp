@@ -5,6 +5,7 @@
 
 #include "gpu/binding/device.hpp"
 #include "oracles/error.hpp"
+#include "reference/core/mutant.hpp"
 
 namespace ttr::device {
 
@@ -183,6 +184,9 @@ TensorMap<double> run_delta_backward(const DeltaBinding& bind, Form form, const 
       if (b->get()) b->fill_bytes(0xFF);
   a.dq = gdq.get(), a.dk = gdk.get(), a.dv = gdv.get(), a.dbeta = gdbeta.get();
   a.dg = static_cast<float*>(gdg.get()), a.dh0 = static_cast<float*>(gdh0.get());
+  // The caller's mutant switch reaches the chunk kernel (its CUDA counterparts of
+  // the catalogue's bugs); the sequential kernel, the GPU's reference, never reads it.
+  if (form == Form::chunk) a.mutant = active_mutant();
   if (form == Form::chunk) gpu::delta_chunk_backward(a);
   else gpu::delta_sequential_backward(a);
   gpu::synchronize();

@@ -15,6 +15,17 @@
 //   6. wy            (chunks × B·H)   the UT backward: dv, dk, dβ, dg
 //   7. finish        (rows)           delta_backward_finish.cuh: dk + dw, Kaczmarz, L2 norm
 //
+// The catalogue's backward mutants of the delta family's chunk form have their
+// counterparts in these stages (gpu/core/mutant.cuh; DeltaBackwardArgs::mutant),
+// each planted where the CPU form plants it (reference/family/
+// delta_chunk_backward.hpp): the state pass (dht-ignored, dh-pass-undecayed,
+// dh0-not-written, dv-state-gradient-late), dqkwg (dq-scale-*, dq-first-token-
+// intra-dropped, dg-query-term-dropped), wy (dk-wy-term-dropped, dk-undecayed-key,
+// ut-adjoint-transposed, wy-backward-offblock-dropped, dbeta-sign-flipped,
+// dg-revcumsum-exclusive), both (backward-gate-exp-unmasked, backward-last-partial-
+// chunk-dropped), a carry pass (dg-revcumsum-not-reset) and finish
+// (l2norm-backward-skipped).
+//
 // Stages 1–2 are the forward's kernels, so W, U, Δ and the states are bit for bit
 // the forward's (as the reference steps its states with the forward's code).
 // bf16 products run on the tensor cores (mma.sync, fp32 accumulation); fp32
@@ -78,6 +89,22 @@ Work carve(Carver& cv, const chunk::Shape& s, int NVT, int NKB, int KB) {
   return w;
 }
 
+// mutant dg-revcumsum-not-reset: dg's reverse cumulative sum carried on across the
+// chunks (a global reverse sum where the chunk-local one is meant): each chunk's
+// rows get the sum of every later chunk's db, which is their chunk-local sums'
+// first rows. One thread per (b, h, gate column), the chunks last first.
+__global__ void dg_carry_across_chunks(float* dg, int T, int H, int Kg) {
+  const int bh = blockIdx.x, b = bh / H, h = bh % H, d = threadIdx.x;
+  if (d >= Kg) return;
+  auto at = [&](int t) -> float& { return dg[((static_cast<std::int64_t>(b) * T + t) * H + h) * Kg + d]; };
+  float carry = 0.0f;
+  for (int t0 = (T - 1) / chunk::kChunk * chunk::kChunk; t0 >= 0; t0 -= chunk::kChunk) {
+    const float total = at(t0);
+    for (int t = t0; t < min(T, t0 + chunk::kChunk); ++t) at(t) += carry;
+    carry += total;
+  }
+}
+
 template <class Kern>
 void set_smem(Kern kernel, std::size_t bytes) {
   allow_smem(kernel, bytes, "gpu delta chunk backward");
@@ -123,6 +150,7 @@ void launch(const DeltaBackwardArgs& x) {
   a.out.dg = cv.take<float>(rows * s.Kg * 4);
   a.out.dbeta = cv.take<float>(rows * 4);
   a.scale = f.scale, a.eps = f.kaczmarz_eps, a.kaczmarz = f.kaczmarz;
+  a.mutant = x.mutant;
   // TTR_GPU_STAGE_TIMING=1: per-stage event times on stderr (benchmarking aid).
   StageTimer timer(stream, {"ut_transform", "state_pass", "prep", "dstate_pass", "dqkwg", "wy", "finish"});
   try {
@@ -149,13 +177,17 @@ void launch(const DeltaBackwardArgs& x) {
     set_smem(chunk_bwd::wy<E, D>, sm6);
     chunk_bwd::wy<E, D><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
     TTR_CUDA_CHECK_LAUNCH("chunk backward wy");
+    if (D != Decay::none && mutated(x.mutant, Mutant::dg_revcumsum_not_reset)) {
+      dg_carry_across_chunks<<<BH, s.Kg, 0, stream>>>(a.out.dg, f.T, f.H, s.Kg);
+      TTR_CUDA_CHECK_LAUNCH("chunk backward dg carry (mutant)");
+    }
     timer.mark(6);
     // dq is already scaled: scale 1 in finish.
     const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
     delta_backward::finish<E, D><<<blocks, 256, 0, stream>>>(
         static_cast<std::int64_t>(rows), f.K, 1, a.k, static_cast<const E*>(x.q_raw), static_cast<const E*>(x.k_raw),
         a.beta, f.kaczmarz, f.kaczmarz_eps, x.l2_eps, 1.0f, a.out, static_cast<E*>(x.dq), static_cast<E*>(x.dk),
-        static_cast<E*>(x.dbeta), x.dg);
+        static_cast<E*>(x.dbeta), x.dg, !mutated(x.mutant, Mutant::l2norm_backward_skipped));
     TTR_CUDA_CHECK_LAUNCH("finish");
     timer.mark(7);
   } catch (...) {

@@ -36,6 +36,19 @@ TEST(CudaTargetCli, RunOnCudaWithoutADeviceIsAUsageErrorNamingWhy) {
                           dir / "v/gla.tiny.basic.inputs.safetensors", "--out", dir / "o.safetensors"});
   EXPECT_EQ(g.exit_code, 2);
   EXPECT_NE(g.err.find("no CUDA chunk kernel"), std::string::npos) << g.err;
+  // A mutant the CUDA kernels do not carry is refused whatever the device; one
+  // they carry gets as far as the device check.
+  const auto cpu_only = run_cli({"run", "--device", "cuda", "--layer", "gated_delta_rule", "--form", "chunk",
+                                 "--arith", "bf16", "--in", in, "--out", dir / "o.safetensors", "--mutant",
+                                 "ut-beta-dropped"});
+  EXPECT_EQ(cpu_only.exit_code, 2);
+  EXPECT_NE(cpu_only.err.find("planted in the CPU forms only"), std::string::npos) << cpu_only.err;
+  const auto cuda_mutant = run_cli({"run", "--device", "cuda", "--layer", "gated_delta_rule", "--form", "chunk",
+                                    "--arith", "bf16", "--in", in, "--out", dir / "o.safetensors", "--mutant",
+                                    "dbeta-sign-flipped"});
+  EXPECT_EQ(cuda_mutant.exit_code, 2);
+  EXPECT_EQ(cuda_mutant.err.find("planted in the CPU forms only"), std::string::npos) << cuda_mutant.err;
+  EXPECT_TRUE(ttr::test::entries_of(dir.path()) == std::vector<std::string>{"v"});
 }
 
 }  // namespace

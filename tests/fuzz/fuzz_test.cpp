@@ -312,8 +312,8 @@ TEST(FuzzCli, BadOptionsExitTwoWithOneLine) {
   bad(with("--mutant", "no-such-bug"), "no-such-bug");
   bad(with("--mutant", "gka-zero-norm-unguarded"), "does not affect");
   bad(with("--chunk-size", "0"), "chunk-size");
-  // --backward: the CUDA kernels are forward only; a forward mutant does not
-  // affect the backward form; a layer without a backward chunk form is named.
+  // --backward: a forward mutant does not affect the backward form; the CUDA
+  // target says why it cannot run here (no device).
   std::vector<std::string> backward = ok;
   backward.push_back("--backward");
   bad([&] { auto a = backward; a.insert(a.end(), {"--mutant", "ut-beta-dropped"}); return a; }(), "does not affect");

@@ -234,6 +234,37 @@ TEST(Mutants, NeverReachTheSequentialForms) {
     }
 }
 
+// The mutants with a CUDA counterpart (MutantInfo::cuda, planted in
+// gpu/family/delta_chunk_backward.cu's stages; tests/gpu/delta_backward_mutants_
+// gpu_test.cpp proves each bites there) are exactly the delta family's chunk
+// backward bugs: every backward mutant that targets a delta chunk backward form
+// (the stages the CUDA chunk backward has), and no other.
+TEST(Mutants, CudaCounterpartsAreTheDeltaChunkBackwardBugs) {
+  std::size_t n = 0;
+  for (const MutantInfo& m : mutant_catalogue()) {
+    if (std::count(m.needs.inputs.begin(), m.needs.inputs.end(), "cu_seqlens")) {
+      EXPECT_FALSE(m.cuda) << m.name << ": the CUDA kernels take no cu_seqlens";
+      continue;
+    }
+    const bool delta_chunk_backward = m.direction() == Direction::backward &&
+                                      std::any_of(m.targets.begin(), m.targets.end(), [](const MutantTarget& t) {
+                                        return find_layer(t.layer).spec.family == "delta" && t.form == Form::chunk;
+                                      });
+    EXPECT_EQ(m.cuda, delta_chunk_backward) << m.name;
+    n += m.cuda;
+  }
+  EXPECT_EQ(n, 18u);
+  EXPECT_EQ(parse_cuda_mutant("dbeta-sign-flipped"), Mutant::dbeta_sign_flipped);
+  EXPECT_EQ(parse_cuda_mutant("none"), Mutant::none);
+  try {
+    parse_cuda_mutant("ut-beta-dropped");
+    ADD_FAILURE() << "a CPU-only mutant was accepted for a CUDA kernel";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("CPU forms only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dh0-not-written"), std::string::npos) << e.what();
+  }
+}
+
 // The CLI: `mutants --json` lists the catalogue; `run --mutant` mutates the chunk
 // form, rejects the sequential form and unknown names with exit 2.
 TEST(MutantsCli, ListAndRun) {
@@ -244,6 +275,7 @@ TEST(MutantsCli, ListAndRun) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     EXPECT_EQ(j[i]["name"], mutant_catalogue()[i].name);
     EXPECT_EQ(j[i]["targets"].size(), mutant_catalogue()[i].targets.size());
+    EXPECT_EQ(j[i]["cuda"], mutant_catalogue()[i].cuda);
   }
 
   const TempDir dir;

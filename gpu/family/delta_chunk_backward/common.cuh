@@ -26,6 +26,7 @@
 
 #include "gpu/api.hpp"
 #include "gpu/core/mma_sync.cuh"
+#include "gpu/core/mutant.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/tile.cuh"
 #include "gpu/family/delta_backward_finish.cuh"
@@ -62,7 +63,15 @@ struct Args {
   delta_backward::DeltaGradPartials out;  // dq (scaled), dk (read + write key), dg, dbeta; dw unused
   float scale, eps;
   bool kaczmarz;
+  Mutant mutant;  // a catalogued bug (gpu/core/mutant.cuh), Mutant::none normally
 };
+
+// The last chunk when it is partial and the backward-last-partial-chunk-dropped
+// mutant is on: a floor(T/64) grid, whose stages leave it out (gradients 0).
+template <class E>
+__device__ inline bool chunk_dropped(const Args<E>& a, int n) {
+  return mutated(a.mutant, Mutant::backward_last_partial_chunk_dropped) && a.s.T % kChunk != 0 && n == a.s.NT - 1;
+}
 
 // ---------------------------------------------------------------- elements
 template <class E>

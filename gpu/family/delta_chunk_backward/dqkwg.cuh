@@ -82,6 +82,11 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
 
   const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0;
+  if (chunk_dropped(a, n)) {  // mutant: outside the floor(T/64) grid, dq stays 0
+    for (int e = threadIdx.x; e < c * kw; e += blockDim.x)
+      a.out.dq[(row0 + (e / kw) * static_cast<std::int64_t>(s.H)) * K + kb0 + e % kw] = 0.0f;
+    return;
+  }
   const std::int64_t chunk_state = (static_cast<std::int64_t>(bh) * s.NT + n) * K * V;
   const std::int64_t rs = static_cast<std::int64_t>(s.H);
   load_rows_async(dOt, ldv, a.do_ + row0 * V, rs * V, kChunk, c, V);
@@ -103,6 +108,13 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
     else if constexpr (D == Decay::per_key) return Gk[t * K + d];
     else return 0.0f;
   };
+  // The mutants read here (gpu/core/mutant.cuh; reference/family/delta_chunk_backward.hpp).
+  const bool dg_query_term = !mutated(a.mutant, Mutant::dg_query_term_dropped);
+  const bool exp_unmasked = mutated(a.mutant, Mutant::backward_gate_exp_unmasked);
+  const bool first_intra_dropped = mutated(a.mutant, Mutant::dq_first_token_intra_dropped);
+  const float dq_factor = mutated(a.mutant, Mutant::dq_scale_twice)     ? a.scale
+                          : mutated(a.mutant, Mutant::dq_scale_missing) ? 1.0f / a.scale
+                                                                        : 1.0f;
   float dq[NI][2][4], dw[NI][2][4];
   [[maybe_unused]] float dbr[2] = {0.0f, 0.0f}, twsum = 0.0f;  // scalar: rows m0+g, m0+g+8; Σ tw
   [[maybe_unused]] float twcol[NI][2][2] = {};                 // per key: Σ_t tw per column
@@ -125,8 +137,12 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
         dq[i][j][e] = dqd * eq;
         if constexpr (D != Decay::none) {
           const float qd = narrow<E>(Elem<E>::to_float(qt[t * ldq + i_]) * eq);
-          if constexpr (D == Decay::scalar) dbr[e / 2] = fmaf(dqd, qd, dbr[e / 2]);
-          else dbt[t * ldf + i_] = dqd * qd;
+          // mutant dg-query-term-dropped: the query decay's q·dq term left out of db.
+          if constexpr (D == Decay::scalar) {
+            if (dg_query_term) dbr[e / 2] = fmaf(dqd, qd, dbr[e / 2]);
+          } else {
+            dbt[t * ldf + i_] = dg_query_term ? dqd * qd : 0.0f;
+          }
         }
       }
     // d(W ⊙ e^{b_last − b}) = Δ dHᵀ → dw, db.
@@ -187,8 +203,14 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
         float x[2];
 #pragma unroll
         for (int o = 0; o < 2; ++o) {
-          const float dm = col + o <= t ? a.scale * acc[j][2 * hf + o] : 0.0f;
-          x[o] = D == Decay::scalar ? dm * expf(bg[t] - bg[col + o]) : dm;  // E2 = dM ⊙ Γ (per key: dM)
+          // E2 = dM ⊙ Γ (per key: dM), Γ formed on the causal pairs only: above the
+          // diagonal b_t − b_s > 0 and e^{b_t − b_s} overflows once a chunk's gates sum
+          // below −88.7, where inf·0 would be NaN (mutant backward-gate-exp-unmasked).
+          const bool causal_pair = col + o <= t;
+          const float dm = causal_pair ? a.scale * acc[j][2 * hf + o] : 0.0f;
+          x[o] = D != Decay::scalar               ? dm
+                 : causal_pair || exp_unmasked ? dm * expf(bg[t] - bg[col + o])
+                                                  : 0.0f;
           if constexpr (D == Decay::scalar) {
             const float pair = x[o] * qk[j][2 * hf + o];
             dbr[hf] += pair;
@@ -211,17 +233,26 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
     for (int i = threadIdx.x; i < kChunk * ldf; i += blockDim.x) dXp[i] = 0.0f, dYp[i] = 0.0f;
   }
   __syncthreads();  // E2 (dM) visible
+  // mutant dq-first-token-intra-dropped: row 0 of the chunk keeps dq's inter-chunk
+  // part only (the lanes holding it, warps 0 and 4, g = 0, keep a copy).
+  [[maybe_unused]] float dq_row0[NI][2][2];
   if constexpr (D != Decay::per_key) {
     // dq += E2 K (E2 lower triangular: k-steps past the strip are zeros); dw += E2ᵀ Q.
 #pragma unroll
     for (int i = 0; i < NI; ++i) {
       const int n0 = 16 * (half + 2 * i);
       if (n0 >= kw) continue;
+      if (first_intra_dropped)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) dq_row0[i][j][0] = dq[i][j][0], dq_row0[i][j][1] = dq[i][j][1];
       for (int s0 = 0; s0 <= m0; s0 += 16) mma16_wa<false, false>(dq[i], E2, ldc, m0, kt, ldq, n0, s0);
       for (int s0 = m0; s0 < kChunk; s0 += 16) mma16_wa<true, false>(dw[i], E2, ldc, m0, qt, ldq, n0, s0);
+      if (first_intra_dropped && m0 + L.g == 0)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) dq[i][j][0] = dq_row0[i][j][0], dq[i][j][1] = dq_row0[i][j][1];
     }
   } else {
-    pairwise_backward(qt, kt, ldq, Gk, K, kb0, kw, false, dPt, ldp, dXp, dYp, ldf, dbt, ldf);
+    pairwise_backward(qt, kt, ldq, Gk, K, kb0, kw, false, dPt, ldp, dXp, dYp, ldf, dbt, ldf, exp_unmasked);
   }
 
   // dq (final, narrowed: the reference writes it in the dtype), the write key's dw.
@@ -236,7 +267,11 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
       for (int e = 0; e < 4; ++e) {
         const int t = unit_row(L, m0, e), i_ = unit_col(L, n0, j, e);
         float q_ = dq[i][j][e], w_ = dw[i][j][e];
-        if constexpr (D == Decay::per_key) q_ += dXp[t * ldf + i_], w_ += dYp[t * ldf + i_];
+        if constexpr (D == Decay::per_key) {
+          if (!(first_intra_dropped && t == 0)) q_ += dXp[t * ldf + i_];
+          w_ += dYp[t * ldf + i_];
+        }
+        if (dq_factor != 1.0f) q_ *= dq_factor;  // mutants dq-scale-twice, dq-scale-missing
         if (t < c) a.out.dq[(row0 + t * rs) * K + kb0 + i_] = narrow<E>(q_);
         dWk[static_cast<std::int64_t>(t) * K + i_] = w_;
       }

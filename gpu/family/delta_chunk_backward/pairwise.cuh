@@ -33,16 +33,27 @@ __device__ void pairwise_products(const E* X, const E* Y, int ld, const float* b
 //   dX_ti += Σ_s dP_ts e Y_si,  dY_ti += Σ_t' dP_t't e' X_t'i,
 //   db_ti += Σ_s dP_ts e X_ti Y_si − Σ_t' dP_t't e' X_t'i Y_ti   (e' = e^{b_t'd − b_td})
 // into fp32 tiles dX, dY of leading dimension ldf and db of leading dimension
-// lddb (shared or global memory). Ends with a barrier.
+// lddb (shared or global memory). Ends with a barrier. `unmasked`: the mutant
+// backward-gate-exp-unmasked, e formed for every pair and the causal mask applied
+// by multiplying (inf·0 = NaN once a chunk's gates sum past exp's range).
 template <class E>
 __device__ void pairwise_backward(const E* X, const E* Y, int ld, const float* b, int K, int kb0, int kw, bool strict,
-                                  const float* dP, int ldp, float* dX, float* dY, int ldf, float* db, int lddb) {
+                                  const float* dP, int ldp, float* dX, float* dY, int ldf, float* db, int lddb,
+                                  bool unmasked = false) {
   for (int e = threadIdx.x; e < kChunk * kw; e += blockDim.x) {
     const int t = e / kw, i = e % kw, d = kb0 + i;
     const float xt = Elem<E>::to_float(X[t * ld + i]), yt = Elem<E>::to_float(Y[t * ld + i]), bt = b[t * K + d];
     float ax = 0.0f, ay = 0.0f, ab = 0.0f;
     for (int s = 0; s < kChunk; ++s) {
       const float bs = b[s * K + d];
+      if (unmasked) {
+        const float m1 = causal(t, s, strict) ? 1.0f : 0.0f, m2 = causal(s, t, strict) ? 1.0f : 0.0f;
+        const float de1 = dP[t * ldp + s] * expf(bt - bs) * m1, de2 = dP[s * ldp + t] * expf(bs - bt) * m2;
+        const float ys = Elem<E>::to_float(Y[s * ld + i]), xs = Elem<E>::to_float(X[s * ld + i]);
+        ax = fmaf(de1, ys, ax), ab += de1 * xt * ys;
+        ay = fmaf(de2, xs, ay), ab -= de2 * xs * yt;
+        continue;
+      }
       if (causal(t, s, strict)) {
         const float de = dP[t * ldp + s] * expf(bt - bs), ys = Elem<E>::to_float(Y[s * ld + i]);
         ax = fmaf(de, ys, ax);

@@ -85,8 +85,10 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
 #pragma unroll
         for (int e = 0; e < 4; ++e) f(u, j, e, e < 2 ? r0 : r1, 16 * u + 8 * j + 2 * L.q + e % 2);
   };
+  // mutant dht-ignored: the pass starts from zero whatever dht holds.
+  const bool use_dht = a.dht && !mutated(a.mutant, Mutant::dht_ignored);
   for_each([&](int u, int j, int e, int r, int col) {
-    dS[u][j][e] = a.dht ? narrow<E>(a.dht[sbase + static_cast<std::int64_t>(r) * V + col]) : 0.0f;
+    dS[u][j][e] = use_dht ? narrow<E>(a.dht[sbase + static_cast<std::int64_t>(r) * V + col]) : 0.0f;
   });
   const float* Hs = static_cast<const float*>(w.fwd.Hs) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
   auto load_state = [&](int n) {  // the fp32 chunk-initial state S_0 of chunk n, this lane's elements
@@ -99,9 +101,17 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
   E* dDg = static_cast<E*>(w.dD) + wbase * V + j0;
   float* rowdot = w.rowdot + (static_cast<std::int64_t>(bh) * s.NT * w.NVT + tile) * K;
 
-  prefetch(s.NT - 1);
-  load_state(s.NT - 1);
-  for (int n = s.NT - 1; n >= 0; --n) {
+  // mutant backward-last-partial-chunk-dropped: the pass starts at chunk ⌊T/64⌋ − 1,
+  // dht entering it undecayed (the stages after leave the dropped chunk's rows 0).
+  const int first = chunk_dropped(a, s.NT - 1) ? s.NT - 2 : s.NT - 1;
+  // mutant dv-state-gradient-late: dΔ's state term reads the following chunk's dH
+  // (zero for the last chunk), re-read from global where this lane stored it.
+  const bool dv_late = mutated(a.mutant, Mutant::dv_state_gradient_late);
+  if (first >= 0) {
+    prefetch(first);
+    load_state(first);
+  }
+  for (int n = first; n >= 0; --n) {
     const int t0 = n * kChunk, buf = n & (stages - 1);
     // rowdot_i = Σ_j dS_ij S_0,ij over this tile's columns (fp32 × fp32), in a fixed order.
     if constexpr (D != Decay::none) {
@@ -128,10 +138,18 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int col = 16 * u + 8 * j + 2 * L.q;
-        st_pair(dse + r0 * ldb + col, dS[u][j][0], dS[u][j][1]);
-        st_pair(dse + r1 * ldb + col, dS[u][j][2], dS[u][j][3]);
         st_pair(dHn + static_cast<std::int64_t>(r0) * V + col, dS[u][j][0], dS[u][j][1]);
         st_pair(dHn + static_cast<std::int64_t>(r1) * V + col, dS[u][j][2], dS[u][j][3]);
+        if (dv_late) {
+          const E* later = dHn + static_cast<std::int64_t>(K) * V;  // chunk n + 1's, stored by this lane
+          const float2 x0 = n + 1 < s.NT ? ld_pair(later + static_cast<std::int64_t>(r0) * V + col) : float2{};
+          const float2 x1 = n + 1 < s.NT ? ld_pair(later + static_cast<std::int64_t>(r1) * V + col) : float2{};
+          st_pair(dse + r0 * ldb + col, x0.x, x0.y);
+          st_pair(dse + r1 * ldb + col, x1.x, x1.y);
+        } else {
+          st_pair(dse + r0 * ldb + col, dS[u][j][0], dS[u][j][1]);
+          st_pair(dse + r1 * ldb + col, dS[u][j][2], dS[u][j][3]);
+        }
       }
     cp_async_wait<0>();
     __syncthreads();  // chunk n's tiles and dH visible; the other buffer free
@@ -163,7 +181,8 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
       }
     }
     // dS ← Diag(e^{b_last}) dS + scale·(Q ⊙ e^{b})ᵀ dO (independent of dΔ).
-    if constexpr (D != Decay::none) {
+    // mutant dh-pass-undecayed: the chunk's decay Diag(e^{b_last}) forgotten.
+    if (D != Decay::none && !mutated(a.mutant, Mutant::dh_pass_undecayed)) {
       const float* gl = at(gb0, buf);
       const float f0 = expf(gl[D == Decay::per_key ? r0 : 3]), f1 = expf(gl[D == Decay::per_key ? r1 : 3]);
 #pragma unroll
@@ -198,9 +217,11 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
       prefetch(n - 1);
     }
   }
+  // mutant dh0-not-written: zeros where dh0 belongs.
+  const bool dh0_zero = mutated(a.mutant, Mutant::dh0_not_written);
   if (a.dh0)
     for_each([&](int u, int j, int e, int r, int col) {
-      a.dh0[sbase + static_cast<std::int64_t>(r) * V + col] = dS[u][j][e];
+      a.dh0[sbase + static_cast<std::int64_t>(r) * V + col] = dh0_zero ? 0.0f : dS[u][j][e];
     });
 }
 

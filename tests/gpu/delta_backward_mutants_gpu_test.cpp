@@ -1,0 +1,147 @@
+// The CUDA counterparts of the mutant catalogue's backward bugs (gate/mutants.hpp,
+// its `cuda` entries; gpu/core/mutant.cuh, planted in the stages of
+// gpu/family/delta_chunk_backward.cu): each one, on every layer it targets that has
+// a CUDA chunk backward kernel, in bf16 and in fp32, under the conditions it lists,
+// must be failed by the judge the GPU gate uses (the MPFR backward oracle, the
+// chunk backward form's model at C = 64); switched off, the kernel's gradients are
+// bit-identical to a run before it; and the correct kernel on the inputs a mutant
+// needs (strong decays, L2-normalised q, k) passes. Label `gpu`; skipped without a
+// device or in a build without TTR_CUDA_MUTANTS.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gate/judge.hpp"
+#include "gate/kernel_checks.hpp"
+#include "gate/mutants.hpp"
+#include "oracles/registry.hpp"
+#include "oracles/vectors.hpp"
+#include "reference/core/mutant.hpp"
+#include "tests/gpu/gpu_checks.hpp"
+
+namespace ttr {
+namespace {
+
+using test::dims;
+using test::worst_ratio;
+
+TensorMap<double> run_chunk_backward(const LayerEntry& e, Tier dtype, const TensorMap<double>& in, const Config& cfg) {
+  KernelOptions opt;
+  opt.poison = true;  // an element the mutant leaves unwritten shows as NaN
+  return e.kernel(Backend::cuda, Form::chunk, Direction::backward)->run(in, cfg, dtype, opt);
+}
+
+bool bit_identical(const TensorMap<double>& a, const TensorMap<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [name, x] : a) {
+    const auto it = b.find(name);
+    if (it == b.end() || it->second.data.size() != x.data.size()) return false;
+    if (std::memcmp(x.data.data(), it->second.data.data(), x.data.size() * sizeof(double)) != 0) return false;
+  }
+  return true;
+}
+
+// T = 150: three chunks of 64, the last one partial (22 tokens), so every
+// mutant's min_chunks (2), min_chunk_size (32) and partial_last_chunk hold; h0 and
+// dht drawn; the mutant's config pairs set and its special inputs planted.
+// The judge refers to the inputs it was built on: a Case stays where it was made.
+struct Case {
+  TensorMap<double> in;
+  Config cfg;
+  std::unique_ptr<Judge> judge;
+};
+
+std::unique_ptr<Case> case_for(const LayerEntry& e, const MutantConditions& needs, std::uint64_t seed) {
+  Regime r;
+  r.optional_inputs = true;
+  VectorCase c{"mutant", "", dims(1, 150, 2, 32, 32), r, needs.config};
+  auto out = std::make_unique<Case>();
+  out->in = generate_backward_inputs(e.spec, c, seed);
+  plant_special_input(needs.special, e.spec, out->in);
+  out->cfg = Config::make(e.spec, c.config);
+  out->judge = std::make_unique<Judge>(e, out->in, out->cfg, Arith{Tier::mpfr, 128}, Direction::backward);
+  return out;
+}
+
+TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
+  TTR_REQUIRE_DEVICE();
+#ifndef TTR_TESTS_CUDA_MUTANTS
+  GTEST_SKIP() << "built without TTR_CUDA_MUTANTS: the kernels carry no mutants";
+#endif
+  constexpr std::uint64_t seed = 31;
+  // One case (oracle, models) per (layer, config, special input), shared by the
+  // mutants that need the same.
+  std::map<std::tuple<std::string, std::string, int>, std::unique_ptr<Case>> cases;
+  int judged = 0;
+  for (const MutantInfo& m : mutant_catalogue()) {
+    if (!m.cuda) continue;
+    for (const MutantTarget& t : m.targets) {
+      const LayerEntry& e = find_layer(t.layer);
+      if (!e.kernel(Backend::cuda, Form::chunk, Direction::backward)) continue;  // e.g. the preconditioned layers
+      SCOPED_TRACE(m.name + " on " + t.layer);
+      std::string cfg_key;
+      for (const auto& [k, v] : m.needs.config) cfg_key += k + "=" + v + ";";
+      const auto key = std::make_tuple(t.layer, cfg_key, static_cast<int>(m.needs.special));
+      auto it = cases.find(key);
+      if (it == cases.end()) it = cases.emplace(key, case_for(e, m.needs, seed)).first;
+      Case& c = *it->second;
+      for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+        const ModelSpec ms = kernel_model(e, Form::chunk, dtype, 8, seed, Direction::backward);
+        const TensorMap<double> before = run_chunk_backward(e, dtype, c.in, c.cfg);
+        TensorMap<double> mutant;
+        {
+          const MutantScope scope(m.id);
+          mutant = run_chunk_backward(e, dtype, c.in, c.cfg);
+        }
+        const TensorMap<double> after = run_chunk_backward(e, dtype, c.in, c.cfg);
+        EXPECT_TRUE(bit_identical(after, before)) << tier_name(dtype) << ": the mutant left a trace";
+        const CheckResult good = (*c.judge)(before, ms), bad = (*c.judge)(mutant, ms);
+        EXPECT_TRUE(good.pass) << tier_name(dtype) << ": the correct kernel fails, max ratio " << worst_ratio(good);
+        EXPECT_FALSE(bad.pass) << tier_name(dtype) << ": the gate passes the mutant, max ratio " << worst_ratio(bad);
+        std::string failing;
+        for (const TensorVerdict& v : bad.tensors)
+          if (v.present && !v.pass) failing += fmt::format(" {}={:.3g}{}", v.name, v.max_ratio, v.nan_count ? "(NaN)" : "");
+        std::printf("CUDAMUTANT %-36s %-22s %-5s correct %.3g  mutant %s:%s\n", m.name.c_str(), t.layer.c_str(),
+                    tier_name(dtype), worst_ratio(good), bad.pass ? "PASS" : "FAIL", failing.c_str());
+        std::fflush(stdout);
+        ++judged;
+      }
+    }
+  }
+  EXPECT_GE(judged, 2 * 18);  // every mutant reaches at least one layer's kernel
+}
+
+// The gate's own path: check_kernels with KernelCheckOptions::mutant (what `gate
+// --cuda-only --mutant` runs) fails the chunk kernel and leaves the sequential
+// kernel, the GPU's reference, untouched (it passes under the same switch).
+TEST(CudaBackwardMutants, CheckKernelsMutatesTheChunkKernelOnly) {
+  TTR_REQUIRE_DEVICE();
+#ifndef TTR_TESTS_CUDA_MUTANTS
+  GTEST_SKIP() << "built without TTR_CUDA_MUTANTS: the kernels carry no mutants";
+#endif
+  const LayerEntry& e = find_layer("gated_delta_rule");
+  Regime r;
+  r.optional_inputs = true;
+  const VectorCase c{"mutant", "", dims(1, 150, 2, 32, 32), r, {}};
+  KernelCheckOptions o;
+  o.direction = Direction::backward;
+  o.dtypes = {Tier::fp32};
+  o.mutant = Mutant::dbeta_sign_flipped;
+  const std::vector<GateCheck> checks =
+      check_kernels(e, generate_backward_inputs(e.spec, c, 7), Config::make(e.spec, c.config), c.name, 7, o);
+  ASSERT_EQ(checks.size(), 2u);
+  test::report(checks);
+  for (const GateCheck& g : checks) {
+    const bool chunk = g.id.find("cuda-chunk") != std::string::npos;
+    EXPECT_EQ(g.result.pass, !chunk) << g.id;
+  }
+}
+
+}  // namespace
+}  // namespace ttr
