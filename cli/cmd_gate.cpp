@@ -156,8 +156,8 @@ Command add_gate(CLI::App& app) {
     std::string cuda_line;
     if (o->no_cuda) cuda_line = "skipped: --no-cuda";
     else if (o->gate.criterion != Criterion::model) cuda_line = "skipped: runs under the model criterion only";
-    else if (!o->gate.mutant.empty() && parse_mutant(o->gate.mutant) != Mutant::none &&
-             !mutant_info(parse_mutant(o->gate.mutant)).cuda)
+    else if (const Mutant m = o->gate.mutant.empty() ? Mutant::none : parse_mutant(o->gate.mutant);
+             m != Mutant::none && !mutant_info(m).cuda)
       cuda_line = fmt::format("skipped: mutant {} is planted in the CPU forms only", o->gate.mutant);
     else if (!o->inject.empty()) cuda_line = "skipped: errors are injected into the CPU kernels' outputs";
     else {

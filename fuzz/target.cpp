@@ -104,22 +104,26 @@ class KernelTarget final : public Target {
   Mutant mutant_;
 };
 
+// A mutant must reach the target: never a sequential form or kernel (the
+// oracle's definitions and the GPU's reference), and one of its catalogued targets.
+void check_mutant_reaches(Mutant mutant, const LayerEntry& layer, Form form, Direction direction) {
+  if (mutant == Mutant::none) return;
+  if (form == Form::sequential)
+    throw InputError(fmt::format("--mutant {}: the sequential form is never mutated (use --form chunk|scan)",
+                                 mutant_name(mutant)));
+  if (!mutant_info(mutant).affects(layer.spec.name, form, direction))
+    throw InputError(fmt::format("--mutant {} does not affect {} --form {} {} (`ttrcheck mutants` lists its targets)",
+                                 mutant_name(mutant), layer.spec.name, form_name(form), direction_name(direction)));
+}
+
 }  // namespace
 
 std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& layer, Form form, int chunk,
                                     Mutant mutant, Direction direction) {
   if (spec.backend != Backend::cpu) {
     const std::string t = spec.text();
-    if (mutant != Mutant::none) {
-      parse_cuda_mutant(mutant_name(mutant));  // one with a CUDA counterpart
-      if (form == Form::sequential)
-        throw InputError(fmt::format("--mutant {}: the sequential kernel is never mutated (use --form chunk)",
-                                     mutant_name(mutant)));
-      if (!mutant_info(mutant).affects(layer.spec.name, form, direction))
-        throw InputError(fmt::format("--mutant {} does not affect {} --form {} {} (`ttrcheck mutants` lists its "
-                                     "targets)", mutant_name(mutant), layer.spec.name, form_name(form),
-                                     direction_name(direction)));
-    }
+    if (mutant != Mutant::none) parse_cuda_mutant(mutant_name(mutant));  // one with a CUDA counterpart
+    check_mutant_reaches(mutant, layer, form, direction);
     if (const device::Status st = device::status(); !st.usable())
       throw InputError(fmt::format("--target {}: {}", t, st.reason()));
     const KernelImpl* k = layer.kernel(spec.backend, form, direction);
@@ -132,14 +136,7 @@ std::unique_ptr<Target> make_target(const TargetSpec& spec, const LayerEntry& la
   if (!layer.has_form(form, direction))
     throw InputError(fmt::format("--form: layer '{}' has no {} {} form", layer.spec.name, form_name(form),
                                  direction_name(direction)));
-  if (mutant != Mutant::none) {
-    if (form == Form::sequential)
-      throw InputError(fmt::format("--mutant {}: the sequential form is never mutated (use --form chunk|scan)",
-                                   mutant_name(mutant)));
-    if (!mutant_info(mutant).affects(layer.spec.name, form, direction))
-      throw InputError(fmt::format("--mutant {} does not affect {} --form {} {} (`ttrcheck mutants` lists its targets)",
-                                   mutant_name(mutant), layer.spec.name, form_name(form), direction_name(direction)));
-  }
+  check_mutant_reaches(mutant, layer, form, direction);
   return std::make_unique<CpuTarget>(spec, form, chunk, mutant, direction);
 }
 
