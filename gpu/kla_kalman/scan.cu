@@ -255,7 +255,14 @@ __global__ void __launch_bounds__(kOutThreads) outputs(Shape s, int cols, const 
 
 // The recurrent form (reference/kla_kalman/sequential.hpp) one token at a time:
 // a thread per value column d, the slots' Λ and η in shared memory (column d
-// touched by its thread only), everything fp32, o and o_var rounded once.
+// touched by its thread only), o and o_var rounded once. Λ and η are scaled
+// numbers (scaled.cuh: fp32 mantissa, int32 exponent), every other quantity
+// fp32: each operation of eqs. (18)-(19) rounds once in its mantissa, as the
+// float operation it replaces — the same bits wherever the plain recurrence stays
+// in fp32's normal range — and nothing overflows where the plain one does
+// (p̄ = 0, small ā: Λ_t = ā^{−2t}(…), docs/kla-scaled.md). The GPU property
+// CudaProperties.ChunkAndRecurrentAgreeWithinTheModel found the plain kernel
+// returning inf at T = 1 (ā = 1e-24, p̄ = 0, λv = 0.01) where o is 0.
 constexpr int kRecCols = 32;
 
 template <class E>
@@ -267,40 +274,43 @@ __global__ void __launch_bounds__(kRecCols) recurrent(Shape s, const E* __restri
                                                       const float* __restrict__ eta_init, float lambda0,
                                                       float scale, E* __restrict__ o, E* __restrict__ o_var,
                                                       float* __restrict__ lambda_T, float* __restrict__ eta_T) {
-  extern __shared__ float state[];  // Λ [N][kRecCols], then η [N][kRecCols]
-  float* Lam = state;
-  float* Eta = state + s.N * kRecCols;
+  extern __shared__ kla::Sf state[];  // Λ [N][kRecCols], then η [N][kRecCols]
+  kla::Sf* Lam = state;
+  kla::Sf* Eta = state + s.N * kRecCols;
   const int bh = blockIdx.x, d = blockIdx.y * kRecCols + threadIdx.x, j = threadIdx.x;
   if (d >= s.D) return;
   const int b = bh / s.H, h = bh % s.H;
   for (int n = 0; n < s.N; ++n) {
-    const Slot<float> x = load_slot<float>(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
+    const Slot<kla::Sf> x = load_slot<kla::Sf>(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
     Lam[n * kRecCols + j] = x.lam0;
     Eta[n * kRecCols + j] = x.eta0;
   }
+  using kla::lift;
   for (int t = 0; t < s.T; ++t) {
     const std::int64_t r = s.row(b, t, h);
-    const float lvd = lv[r * s.D + d], ev = lvd * Elem<E>::to_float(v[r * s.D + d]);
+    const kla::Sf lvd = lift<kla::Sf>(lv[r * s.D + d]);
+    const kla::Sf ev = lvd * lift<kla::Sf>(Elem<E>::to_float(v[r * s.D + d]));
     float acc = 0.0f, accv = 0.0f;
     for (int n = 0; n < s.N; ++n) {
       const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
-      const float a = a_bar[hs], p = p_bar[hs];
-      const float kn = Elem<E>::to_float(k[r * s.N + n]), qn = Elem<E>::to_float(q[r * s.N + n]);
-      float& L = Lam[n * kRecCols + j];
-      float& e = Eta[n * kRecCols + j];
-      const float denom = a * a + p * L;  // ā² + p̄Λ_{t−1}
-      e = (a / denom) * e + kn * ev;      // eq. (19)
-      L = L / denom + kn * kn * lvd;      // eq. (18)
-      acc += qn * (e / L);
-      accv += qn * qn / L;
+      const kla::Sf a = lift<kla::Sf>(a_bar[hs]), p = lift<kla::Sf>(p_bar[hs]);
+      const kla::Sf kn = lift<kla::Sf>(Elem<E>::to_float(k[r * s.N + n]));
+      const float qn = Elem<E>::to_float(q[r * s.N + n]);
+      kla::Sf& L = Lam[n * kRecCols + j];
+      kla::Sf& e = Eta[n * kRecCols + j];
+      const kla::Sf denom = kla::mul_add(p, L, a * a);  // ā² + p̄Λ_{t−1}
+      e = kla::mul_add(a / denom, e, kn * ev);          // eq. (19)
+      L = kla::mul_add(kn * kn, lvd, L / denom);         // eq. (18)
+      acc += qn * kla::value(e / L);                     // μ = η/Λ, an ordinary number
+      accv += kla::value(lift<kla::Sf>(qn * qn) / L);
     }
     o[r * s.D + d] = Elem<E>::from_float(scale * acc);
     o_var[r * s.D + d] = Elem<E>::from_float(scale * scale * accv);
   }
   for (int n = 0; n < s.N; ++n) {
     const std::int64_t f = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
-    lambda_T[f] = Lam[n * kRecCols + j];
-    eta_T[f] = Eta[n * kRecCols + j];
+    lambda_T[f] = kla::value(Lam[n * kRecCols + j]);  // ±inf only where Λ_T itself is beyond fp32
+    eta_T[f] = kla::value(Eta[n * kRecCols + j]);
   }
 }
 
@@ -352,7 +362,8 @@ void recurrent_forward(const KlaArgs& a) {
   const Shape s = shape_of(a);
   const auto stream = static_cast<cudaStream_t>(a.stream);
   const dim3 grid(static_cast<unsigned>(a.B * a.H), tiles(a.D, kRecCols));
-  const std::size_t shmem = 2u * a.N * kRecCols * sizeof(float);
+  const std::size_t shmem = 2u * a.N * kRecCols * sizeof(kla::Sf);  // 64 KiB at N = 128: above the default 48
+  TTR_CUDA_CHECK(cudaFuncSetAttribute(recurrent<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shmem)));
   recurrent<E><<<grid, kRecCols, shmem, stream>>>(s, static_cast<const E*>(a.q), static_cast<const E*>(a.k),
                                                   static_cast<const E*>(a.v), a.lambda_v, a.a_bar, a.p_bar,
                                                   a.lambda_init, a.eta_init, a.lambda0, a.scale,
