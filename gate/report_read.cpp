@@ -9,6 +9,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "oracles/error.hpp"
@@ -18,7 +19,9 @@ namespace {
 
 using nlohmann::json;
 
-const json& field(const json& obj, const char* key, json::value_t type, const std::string& where_,
+// `where_` by value as a view: GCC 13's -Wdangling-reference flags a returned
+// reference whenever a temporary std::string is bound to a reference parameter.
+const json& field(const json& obj, const char* key, json::value_t type, std::string_view where_,
                   const std::string& path) {
   const auto it = obj.find(key);
   if (it == obj.end()) throw InputError(fmt::format("{}: {} has no field '{}'", path, where_, key));

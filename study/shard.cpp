@@ -148,7 +148,8 @@ Merged merge_checked(const std::vector<std::string>& dirs, const std::string& ou
     if (!seen.count(i)) throw InputError(fmt::format("merge: shard {}/{} is missing", i, count));
 
   const nlohmann::json& run = first["run"];
-  const Study& s = find_study(run["study"].get<std::string>());
+  const std::string study_name = run["study"].get<std::string>();  // named: GCC 13 -Wdangling-reference
+  const Study& s = find_study(study_name);
   Options opt;
   opt.seed = run["seed"].get<std::uint64_t>();
   opt.quick = run["quick"].get<bool>();
