@@ -16,6 +16,7 @@
 #include "oracles/io/safetensors.hpp"
 #include "oracles/varlen.hpp"
 #include "tests/support/cli.hpp"
+#include "tests/support/bytes.hpp"
 
 namespace ttr::test {
 namespace {
@@ -102,7 +103,7 @@ void expect_oracle_is_per_sequence(const std::string& in, bool backward, const T
       const RawTensor& a = all.tensors.at(name);
       if (a.shape.size() >= 2 && a.shape[1] == T) {
         const std::size_t row = a.data.size() / static_cast<std::size_t>(T);
-        EXPECT_EQ(std::memcmp(t.data.data(), a.data.data() + cu[n] * row, t.data.size()), 0) << name;
+        EXPECT_TRUE(same_bytes(t.data.data(), a.data.data() + cu[n] * row, t.data.size())) << name;
       } else {
         ASSERT_EQ(a.shape.at(0), N) << name;
         const std::size_t row = a.data.size() / static_cast<std::size_t>(N);

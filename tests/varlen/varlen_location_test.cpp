@@ -90,8 +90,8 @@ TEST(VarlenLocation, FixedLengthReportsHaveNoSequence) {
   cand.at("o").data[5] += 1.0;
   const CheckResult r = judge(cand, ms);
   for (const TensorVerdict& v : r.tensors) EXPECT_EQ(v.worst.sequence, -1) << v.name;
-  for (const auto& t : check_json("x/chunk/fp32/fixed", r).at("tensors"))
-    EXPECT_FALSE(t.at("worst").contains("sequence")) << t.at("name");
+  const auto report = check_json("x/chunk/fp32/fixed", r);  // named: a range-for over a temporary's member dangles
+  for (const auto& t : report.at("tensors")) EXPECT_FALSE(t.at("worst").contains("sequence")) << t.at("name");
 }
 
 }  // namespace

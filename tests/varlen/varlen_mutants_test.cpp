@@ -15,6 +15,7 @@
 #include "oracles/slices.hpp"
 #include "oracles/vectors.hpp"
 #include "tests/support/cli.hpp"
+#include "tests/support/bytes.hpp"
 
 namespace ttr::test {
 namespace {
@@ -38,7 +39,7 @@ bool same(const TensorMap<double>& a, const TensorMap<double>& b) {
   if (a.size() != b.size()) return false;
   for (const auto& [n, t] : a)
     if (!b.count(n) || b.at(n).shape != t.shape ||
-        std::memcmp(b.at(n).data.data(), t.data.data(), t.data.size() * sizeof(double)) != 0)
+        !same_bytes(b.at(n).data.data(), t.data.data(), t.data.size() * sizeof(double)))
       return false;
   return true;
 }

@@ -19,6 +19,7 @@
 #include "oracles/varlen.hpp"
 #include "oracles/vectors.hpp"
 #include "reference/core/mca.hpp"
+#include "tests/support/bytes.hpp"
 
 namespace ttr::test {
 namespace {
@@ -45,7 +46,7 @@ Config config_of(const LayerSpec& spec) {
 }
 
 bool same_bits(const Tensor<double>& a, const Tensor<double>& b) {
-  return a.shape == b.shape && std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(double)) == 0;
+  return a.shape == b.shape && same_bytes(a.data.data(), b.data.data(), a.data.size() * sizeof(double));
 }
 
 // Sequence n's own inputs: per-token tensors are rows [cu[n], cu[n+1]) of the
@@ -97,7 +98,7 @@ void expect_equals_own_runs(const LayerSpec& spec, LayerRunner run, const Tensor
       if (ts->dims.size() >= 2 && ts->dims[0] == "B" && ts->dims[1] == "T") {
         const std::int64_t row = g.numel() / g.shape[1];
         ASSERT_EQ(t.numel(), (cu[n + 1] - cu[n]) * row) << name;
-        EXPECT_EQ(std::memcmp(t.data.data(), g.data.data() + cu[n] * row, t.data.size() * sizeof(double)), 0) << name;
+        EXPECT_TRUE(same_bytes(t.data.data(), g.data.data() + cu[n] * row, t.data.size() * sizeof(double))) << name;
       } else if (ts->dims[0] == "B") {
         const std::int64_t row = g.numel() / g.shape[0];
         ASSERT_EQ(g.shape[0], static_cast<std::int64_t>(cu.size()) - 1) << name;
