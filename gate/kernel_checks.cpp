@@ -28,12 +28,13 @@ ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed, D
 ModelSpec kernel_model(const LayerEntry& layer, Form form, Tier dtype, int samples, std::uint64_t seed,
                        Direction direction) {
   ModelSpec ms = kernel_model(form, dtype, samples, seed, direction);
-  // gka's chunk backward is not its recurrence's adjoint taken in chunks: it
-  // recovers the Chebyshev iterates by running Alg. 1 backwards (GKA Alg. 2), an
-  // error of its own (tens of bf16 u in dk, docs/error-model.md, "GKA's chunk
-  // backward") that a recurrent kernel, which stores its iterates, does not make.
-  const bool chunk_models_recurrence = !(layer.spec.family == "gka" && direction == Direction::backward);
-  if (form == Form::sequential && (!layer.has_form(Form::chunk, direction) || !chunk_models_recurrence)) {
+  // A chunk form declared TTR_OWN_ALGORITHM (layers.def) is not the recurrence
+  // taken in chunks: gka's chunk backward recovers the Chebyshev iterates by
+  // running Alg. 1 backwards (GKA Alg. 2), an error of its own (tens of bf16 u in
+  // dk, docs/error-model.md, "GKA's chunk backward") that a recurrent kernel,
+  // which stores its iterates, does not make.
+  const FormImpl* chunk = layer.form(Form::chunk, direction);
+  if (form == Form::sequential && (!chunk || chunk->own_algorithm)) {
     ms.form = Form::sequential;
     ms.also.clear();
   }

@@ -37,9 +37,9 @@ ModelSpec kernel_model(Form form, Tier dtype, int samples, std::uint64_t seed,
                        Direction direction = Direction::forward);
 // The model of `layer`'s kernel: as above, except for a recurrent kernel of a
 // layer that declares no CPU chunk form in the kernel's direction, or whose chunk
-// form there is another algorithm (gka's backward: the chunk backward reverses the
-// Chebyshev iteration, GKA Alg. 2, where the recurrent kernel stores it;
-// docs/gradients.md). That kernel is modelled by the sequential form alone, in the
+// form there is another algorithm (TTR_OWN_ALGORITHM in layers.def; gka's
+// backward: the chunk backward reverses the Chebyshev iteration, GKA Alg. 2,
+// where the recurrent kernel stores it; docs/gradients.md). That kernel is modelled by the sequential form alone, in the
 // kernel's dtype. In fp32 that form
 // is the kernel's arithmetic (every operation fp32, as the form's fp32 model
 // perturbs each). In bf16 the model perturbs every operation by u = 2⁻⁸, where

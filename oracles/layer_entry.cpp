@@ -18,6 +18,12 @@ bool LayerEntry::has_form(Form f, Direction d) const {
   return std::any_of(forms.begin(), forms.end(), [&](const FormImpl& x) { return x.form == f && x.direction == d; });
 }
 
+const FormImpl* LayerEntry::form(Form f, Direction d) const {
+  for (const FormImpl& x : forms)
+    if (x.form == f && x.direction == d) return &x;
+  return nullptr;
+}
+
 std::vector<Form> LayerEntry::form_list(Direction d) const {
   std::vector<Form> out;
   for (Form f : kAllForms)

@@ -33,6 +33,15 @@ namespace layers {
 
 namespace {
 
+void own_algorithm(LayerEntry& e, Form f, Direction d) {
+  for (FormImpl& x : e.forms)
+    if (x.form == f && x.direction == d) {
+      x.own_algorithm = true;
+      return;
+    }
+  throw std::logic_error(fmt::format("layers.def: TTR_OWN_ALGORITHM({}, {}, {}) before its TTR_FORM line", e.spec.name,
+                                     form_name(f), direction_name(d)));
+}
 
 std::deque<LayerEntry>& table() {
   static std::deque<LayerEntry> entries = [] {
@@ -55,6 +64,7 @@ std::deque<LayerEntry>& table() {
 #define TTR_KERNEL(layer, backend, form, direction)                                                          \
   entry(#layer).kernels.push_back(                                                                           \
       {Backend::backend, Form::form, Direction::direction, &kernels::layer##__##backend##__##form##__##direction});
+#define TTR_OWN_ALGORITHM(layer, form, direction) own_algorithm(entry(#layer), Form::form, Direction::direction);
 #include "oracles/layers/layers.def"
     return out;
   }();

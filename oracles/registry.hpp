@@ -29,6 +29,9 @@ struct FormImpl {
   Form form = Form::sequential;
   Direction direction = Direction::forward;
   std::array<LayerRunner, kTierCount> runners{};
+  // TTR_OWN_ALGORITHM (layers.def): another algorithm than the sequential form's,
+  // so its model does not describe a kernel of another form.
+  bool own_algorithm = false;
 };
 
 // A device kernel: the algorithm it runs (its form) and its launcher.
@@ -46,6 +49,8 @@ struct LayerEntry {
   std::vector<KernelImpl> kernels;
 
   bool has_form(Form f, Direction d = Direction::forward) const;
+  // The declared form, nullptr when there is none.
+  const FormImpl* form(Form f, Direction d = Direction::forward) const;
   // The forms of a direction, in Form order.
   std::vector<Form> form_list(Direction d = Direction::forward) const;
   // InputError when the layer lacks the form (naming the forms it has).

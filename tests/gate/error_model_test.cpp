@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "oracles/error.hpp"
 #include "gate/error_model.hpp"
@@ -196,6 +198,28 @@ TEST(KernelModel, FollowsTheLayersDeclaredForms) {
   }
   // gka's forward chunk form is its recurrence's chunkwise form: the usual rule.
   EXPECT_EQ(model("gka", Form::sequential, Tier::fp32, Direction::forward).also, std::vector<Form>{Form::chunk});
+}
+
+// The rule is the declaration (TTR_OWN_ALGORITHM in layers.def), not a layer's
+// name or family: layers.def marks gka's chunk backward alone, and a copy of
+// gated_delta_rule's entry with its chunk backward marked gets gka's model in
+// that direction and the usual one forward.
+TEST(KernelModel, OwnAlgorithmIsTheDeclaration) {
+  std::vector<std::string> marked;
+  for (const LayerEntry& e : registry())
+    for (const FormImpl& f : e.forms)
+      if (f.own_algorithm)
+        marked.push_back(std::string(e.spec.name) + "/" + form_name(f.form) + "/" + direction_name(f.direction));
+  EXPECT_EQ(marked, std::vector<std::string>{"gka/chunk/backward"});
+  LayerEntry copy = find_layer("gated_delta_rule");
+  for (FormImpl& f : copy.forms)
+    if (f.form == Form::chunk && f.direction == Direction::backward) f.own_algorithm = true;
+  ASSERT_TRUE(copy.form(Form::chunk, Direction::backward)->own_algorithm);
+  const ModelSpec bwd = kernel_model(copy, Form::sequential, Tier::fp32, 8, 1, Direction::backward);
+  EXPECT_EQ(bwd.form, Form::sequential);
+  EXPECT_TRUE(bwd.also.empty());
+  EXPECT_EQ(kernel_model(copy, Form::sequential, Tier::fp32, 8, 1, Direction::forward).also,
+            std::vector<Form>{Form::chunk});
 }
 
 }  // namespace
