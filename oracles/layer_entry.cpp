@@ -1,7 +1,6 @@
 // LayerEntry's lookups and run_layer, apart from the registry's table of every
 // runner (registry.cpp): the structured fuzz harness (fuzz/) builds entries
 // holding only the runners it links.
-#include <algorithm>
 #include <fmt/format.h>
 
 #include "oracles/error.hpp"
@@ -14,15 +13,13 @@ namespace ttr {
 
 std::string KernelImpl::name() const { return fmt::format("{}-{}", backend_name(backend), form_name(form)); }
 
-bool LayerEntry::has_form(Form f, Direction d) const {
-  return std::any_of(forms.begin(), forms.end(), [&](const FormImpl& x) { return x.form == f && x.direction == d; });
-}
-
 const FormImpl* LayerEntry::form(Form f, Direction d) const {
   for (const FormImpl& x : forms)
     if (x.form == f && x.direction == d) return &x;
   return nullptr;
 }
+
+bool LayerEntry::has_form(Form f, Direction d) const { return form(f, d) != nullptr; }
 
 std::vector<Form> LayerEntry::form_list(Direction d) const {
   std::vector<Form> out;

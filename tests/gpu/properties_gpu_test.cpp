@@ -358,14 +358,14 @@ TEST(CudaProperties, RecurrentFp32StateIsBounded) {
     const TensorMap<double> out = run(k, in, x.cfg, Tier::fp32);
     const double u = 0x1p-24, n = static_cast<double>(K + 6), gamma = n * u / (1 - n * u);
     const double growth = std::pow(1 + 3 * gamma, static_cast<double>(T));
-    const bool kaczmarz = find_layer(k.layer).spec.name == "kaczmarz_delta_rule";
+    const bool kaczmarz = k.layer == "kaczmarz_delta_rule";
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t h = 0; h < H; ++h) {
         double bound = prop::block_fro(h0, b, h);
         for (std::int64_t t = 0; t < T; ++t) {
           const double kn = prop::row_norm(key, b, t, h), vn = prop::row_norm(in.at("v"), b, t, h);
           double beta = in.count("beta") ? prop::at3(in.at("beta"), b, t, h) : 1.0;
-          if (kaczmarz) beta /= kn * kn + 1e-6;  // KLA-Z eq. (3): β/(‖k‖² + eps)
+          if (kaczmarz) beta /= kn * kn + x.cfg.number("eps");  // KLA-Z eq. (3): β/(‖k‖² + eps)
           bound += beta * kn * vn;
         }
         const double got = prop::block_fro(out.at("ht"), b, h);
