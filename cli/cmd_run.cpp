@@ -8,7 +8,6 @@
 #include "oracles/error.hpp"
 #include "gate/mutants.hpp"
 #include "oracles/oracle.hpp"
-#include "oracles/varlen.hpp"
 #include "gpu/binding/device.hpp"
 
 namespace ttr::cli {
@@ -64,10 +63,6 @@ Command add_run(CLI::App& app) {
       fmt::print(stderr, "ttrcheck: warning: mutant {} does not affect {} --form {} {}: the output is unmutated\n",
                  o->mutant, in.layer->spec.name, form_name(form), direction_name(dir));
     if (o->device == "cuda") {
-      if (in.inputs.tensors.count(kCuSeqlens))
-        throw InputError(fmt::format("--device cuda: tensor '{}' (a varlen batch): the CUDA kernels take fixed-length "
-                                     "batches only so far; run it with --device cpu",
-                                     kCuSeqlens));
       if (mutant != Mutant::none) parse_cuda_mutant(o->mutant);  // one with a CUDA counterpart
       if (form == Form::scan) throw InputError("--device cuda runs --form chunk or sequential");
       if (arith.tier != Tier::bf16 && arith.tier != Tier::fp32)

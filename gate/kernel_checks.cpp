@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "oracles/error.hpp"
-#include "oracles/varlen.hpp"
 #include "reference/core/mutant.hpp"
 
 namespace ttr {
@@ -43,9 +42,6 @@ ModelSpec kernel_model(const LayerEntry& layer, Form form, Tier dtype, int sampl
 
 std::vector<GateCheck> check_kernels(const LayerEntry& layer, const TensorMap<double>& in, const Config& cfg,
                                      const std::string& case_name, std::uint64_t seed, const KernelCheckOptions& opt) {
-  if (in.count(kCuSeqlens))  // the device kernels do not take offsets yet (docs/varlen.md)
-    throw InputError(fmt::format("tensor '{}': the {} kernels of layer '{}' take fixed-length batches only so far",
-                                 kCuSeqlens, backend_name(opt.backend), layer.spec.name));
   const Direction dir = opt.direction;
   const std::string suffix = dir == Direction::backward ? "-backward" : "";
   Judge judge(layer, in, cfg, {Tier::mpfr, 128}, dir);

@@ -50,6 +50,12 @@ struct DeltaArgs {
   float scale = 1.0f;
   bool kaczmarz = false;
   float kaczmarz_eps = 1e-6f;
+  // FLA's varlen (docs/varlen.md; gpu/core/seqs.cuh): device [B+1] offsets, then B is
+  // the number of sequences, T the longest sequence's length, the activations and
+  // gates are [1, packed_tokens, H, ·] (packed_tokens = cu[B], given by the host) and
+  // h0, ht [B, H, K, V]. nullptr: fixed length.
+  const std::int64_t* cu_seqlens = nullptr;
+  std::int64_t packed_tokens = 0;
   void* stream = nullptr;      // cudaStream_t (nullptr: the legacy default stream)
 };
 
@@ -132,6 +138,7 @@ struct AtkArgs {
   DType dtype = DType::bf16;      // of k_tilde
   void* k_tilde = nullptr;        // [B,T,H,K]
   float* A_final = nullptr;       // optional [B,H,K]
+  const std::int64_t* cu_seqlens = nullptr;  // varlen, as DeltaArgs
   void* stream = nullptr;
 };
 void atk_write_keys(const AtkArgs& a);
@@ -166,6 +173,7 @@ struct KlaArgs {
   void* o_var = nullptr;
   float* lambda_T = nullptr;
   float* eta_T = nullptr;
+  const std::int64_t* cu_seqlens = nullptr;  // varlen, as DeltaArgs (states [B,H,N,D], B sequences)
   void* stream = nullptr;
 };
 // Shapes the kernels accept: B, T, H, D ≥ 1, 1 ≤ N ≤ 128; every pointer but the
@@ -182,6 +190,38 @@ void kla_kalman_chunk_forward(const KlaArgs& a);
 void kla_kalman_chunk_unscaled_forward(const KlaArgs& a);
 // The sequential form (FLA: fused_recurrent), one token at a time.
 void kla_kalman_sequential_forward(const KlaArgs& a);
+
+// The chunked-scan backward (gpu/kla_kalman/scan_backward.cu): reverse mode of the
+// scaled chunk forward, the algorithm and narrowing points of the CPU `chunk`
+// backward form (reference/kla_kalman/scan_backward.hpp): the forward's scans give
+// Λ_t, η_t; the state adjoints are two affine scans over the reversed sequence on
+// the forward's chunk grid (mean adjoint G^μ, then precision adjoint G^P); the
+// per-token gradients are scaled products summed in scaled arithmetic. `fwd` holds
+// the forward's inputs (its o, o_var, lambda_T, eta_T are not used). Cotangents
+// do [B,T,H,D] and optional do_var in `dtype`, optional dlambda_T, deta_T
+// [B,H,N,D] fp32. Gradients: dq, dk [B,T,H,N] and dv [B,T,H,D] in `dtype`;
+// dlambda_v [B,T,H,D], da_bar, dp_bar [H,N,D] (summed over the batch),
+// dlambda_init, deta_init [B,H,N,D] fp32 (the last two optional). The workspace
+// (~52 bytes per token and slot, plus the forward's carries) is allocated on the
+// stream and freed before returning.
+struct KlaBackwardArgs {
+  KlaArgs fwd;
+  const void* do_ = nullptr;
+  const void* do_var = nullptr;      // optional
+  const float* dlambda_T = nullptr;  // optional
+  const float* deta_T = nullptr;     // optional
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+  float* dlambda_v = nullptr;
+  float* da_bar = nullptr;
+  float* dp_bar = nullptr;
+  float* dlambda_init = nullptr;  // optional
+  float* deta_init = nullptr;     // optional
+};
+// Shapes as validate(KlaArgs); throws std::invalid_argument naming the field.
+void validate(const KlaBackwardArgs& a);
+void kla_kalman_chunk_backward(const KlaBackwardArgs& a);
 
 // Gated KalmaNet (GKA eqs. (3), (4), (CH), Alg. 1; docs/layers.md `gka`, solver = chebyshev):
 //   H_t = γ_t H_{t−1} + β_t k_t k_tᵀ;  S_t = γ_t S_{t−1} + β_t k_t v_tᵀ;  λ_t = a‖H_t‖_F (or a fixed λ);
@@ -213,6 +253,8 @@ struct GkaArgs {
   float lambda_value = 0.0f;     // the fixed λ (> 0) when fixed_lambda
   int iters = 30;
   float omega0 = 2.0f;
+  const std::int64_t* cu_seqlens = nullptr;  // varlen, as DeltaArgs (states [B,H,·,·], B sequences)
+  std::int64_t packed_tokens = 0;            // with cu_seqlens: cu[B]
   void* stream = nullptr;
 };
 // Shapes the kernels accept: K, V multiples of 16 in [16, 128], T ≥ 1, B·H ≤ 65535, iters ≥ 0,

@@ -1,7 +1,10 @@
 // Times kla_kalman's chunk forward (gpu/kla_kalman/scan.cu: scaled, and in the
 // paper's unscaled representation) against its recurrent kernel on the same
-// inputs: median of CUDA-event timings, and the relative RMS difference of o. Usage: kla_bench [B T H N D reps] (default the
-// issue's shape B=4 T=4096 H=8 N=16 D=64, 20 repetitions).
+// inputs: median of CUDA-event timings, and the relative RMS difference of o;
+// then the chunked-scan backward (gpu/kla_kalman/scan_backward.cu, a cotangent of
+// o and o_var, workspace allocation included) against the scaled chunk forward.
+// Usage: kla_bench [B T H N D reps] (default the issue's shape B=4 T=4096 H=8
+// N=16 D=64, 20 repetitions).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -89,6 +92,24 @@ int main(int argc, char** argv) {
     std::printf("%s  chunk %.3f  chunk_unscaled %.3f  (scaled/unscaled %.2fx)  recurrent %.3f  recurrent/chunk %.2fx"
                 "  o rel-rms(chunk-rec) %.2e\n",
                 bf ? "bf16" : "fp32", tc, tu, tc / tu, tr, tr / tc, std::sqrt(num / den));
+    // The backward: the cotangents do, do_var are o's and o_var's own values (any
+    // finite tensors of their shape would do), the gradients into fresh buffers.
+    ttr::gpu::KlaBackwardArgs bw;
+    bw.fwd = args;
+    bw.do_ = oc, bw.do_var = vc;
+    void *gq, *gk, *gv;
+    float *glv, *ga, *gp;
+    CHECK(cudaMalloc(&gq, nq * es));
+    CHECK(cudaMalloc(&gk, nq * es));
+    CHECK(cudaMalloc(&gv, nv * es));
+    CHECK(cudaMalloc(&glv, nv * 4));
+    CHECK(cudaMalloc(&ga, np * 4));
+    CHECK(cudaMalloc(&gp, np * 4));
+    bw.dq = gq, bw.dk = gk, bw.dv = gv, bw.dlambda_v = glv, bw.da_bar = ga, bw.dp_bar = gp;
+    const double tb = median_ms([&] { ttr::gpu::kla_kalman_chunk_backward(bw); }, reps);
+    std::printf("%s  backward (chunked scans) %.3f  backward/chunk forward %.2fx\n", bf ? "bf16" : "fp32", tb, tb / tc);
+    for (void* ptr : {gq, gk, gv, static_cast<void*>(glv), static_cast<void*>(ga), static_cast<void*>(gp)})
+      CHECK(cudaFree(ptr));
   }
   return 0;
 }

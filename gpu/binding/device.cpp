@@ -1,9 +1,11 @@
 #include "gpu/binding/device.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 
 #include "oracles/error.hpp"
+#include "oracles/varlen.hpp"
 
 namespace ttr::device {
 
@@ -80,6 +82,23 @@ gpu::DeviceBuffer upload(const std::vector<float>& x, std::int64_t rows, std::in
     buf.upload(h.data(), n * 4);
   }
   return buf;
+}
+
+KernelBatch kernel_batch(const TensorMap<double>& in) {
+  const Tensor<double>& q = in.at("q");
+  KernelBatch kb;
+  const std::vector<std::int64_t> cu = cu_seqlens_of(in);
+  if (cu.empty()) {
+    kb.B = q.dim(0), kb.T = q.dim(1), kb.packed = kb.B * kb.T;
+    return kb;
+  }
+  kb.B = static_cast<std::int64_t>(cu.size()) - 1;
+  kb.packed = cu.back();
+  kb.T = 1;
+  for (std::size_t n = 0; n + 1 < cu.size(); ++n) kb.T = std::max(kb.T, cu[n + 1] - cu[n]);
+  kb.cu = gpu::DeviceBuffer(cu.size() * sizeof(std::int64_t));
+  kb.cu.upload(cu.data(), cu.size() * sizeof(std::int64_t));
+  return kb;
 }
 
 gpu::DeviceBuffer upload_fp32(const std::vector<float>& f) {

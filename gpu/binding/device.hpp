@@ -52,6 +52,17 @@ gpu::DeviceBuffer upload_state(const std::vector<float>& s, std::int64_t BH, int
 Tensor<double> download(const gpu::DeviceBuffer& buf, Shape shape, bool bf16);
 // A [rows, Fp] device tensor (dtype) as [..., F] doubles: the padding dropped.
 Tensor<double> download_unpadded(const gpu::DeviceBuffer& buf, Shape shape, int Fp, bool bf16);
+// The batch as the kernels take it (gpu/core/seqs.cuh). Fixed length: B and T of
+// q. FLA's varlen (the inputs hold cu_seqlens; q is [1, packed, H, K]): B = the
+// sequences, T = the longest one (at least 1: the kernels size their grids and
+// workspaces by it), the offsets uploaded, `packed` = the tokens on the packed axis.
+// Per-sequence tensors (h0, ht, dh0, ...) then have B rows.
+struct KernelBatch {
+  std::int64_t B = 0, T = 0, packed = 0;
+  gpu::DeviceBuffer cu;  // empty without varlen
+  const std::int64_t* offsets() const { return static_cast<const std::int64_t*>(cu.get()); }
+};
+KernelBatch kernel_batch(const TensorMap<double>& in);
 // A [BH, Rp, Cp] fp32 device state as [B, H, R, C] doubles.
 Tensor<double> download_state(const gpu::DeviceBuffer& buf, std::int64_t B, std::int64_t H, int R, int C, int Rp,
                               int Cp);

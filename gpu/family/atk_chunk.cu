@@ -22,6 +22,7 @@
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/numeric.cuh"
+#include "gpu/core/seqs.cuh"
 
 namespace ttr::gpu {
 namespace {
@@ -37,9 +38,11 @@ __global__ void __launch_bounds__(kMaxK) atk_kernel(AtkArgs a) {
   E* kt = static_cast<E*>(a.k_tilde);
   const float center = a.center[h];
   float state = (d < K && a.A0) ? a.A0[static_cast<std::int64_t>(bh) * K + d] : 0.0f;
-  for (int t0 = 0; t0 < a.T; t0 += kChunk) {
-    const int c = min(kChunk, a.T - t0);
-    const std::int64_t row0 = (static_cast<std::int64_t>(bb) * a.T + t0) * a.H + h;
+  const std::int64_t first = seq_start(a.cu_seqlens, bb, a.T);  // sequence bb's tokens (varlen)
+  const int len = seq_len(a.cu_seqlens, bb, a.T);
+  for (int t0 = 0; t0 < len; t0 += kChunk) {
+    const int c = min(kChunk, len - t0);
+    const std::int64_t row0 = (first + t0) * a.H + h;
     __syncthreads();  // the previous chunk's reads of decay, b, bet are done
     if (d < kChunk) {
       b[d] = d < c ? a.g_atk[row0 + static_cast<std::int64_t>(d) * a.H] : 0.0f;

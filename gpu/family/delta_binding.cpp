@@ -30,7 +30,9 @@ TensorMap<double> run_delta(const DeltaBinding& bind, Form form, const TensorMap
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
   const int Kp = pad16(K), Vp = pad16(V);
   if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
-  const std::int64_t rows = B * T * H, BH = B * H;
+  // Token rows on the layer's axes; states per sequence (varlen: N of them, kernel_batch).
+  const KernelBatch kb = kernel_batch(in);
+  const std::int64_t rows = B * T * H, BH = kb.B * H;
   // What the kernel receives: activations rounded to the dtype (through fp32, as
   // run_in_tier then policy_inputs do for the CPU chunk forms).
   auto activation = [&](const char* name) {
@@ -55,7 +57,8 @@ TensorMap<double> run_delta(const DeltaBinding& bind, Form form, const TensorMap
   if (bind.precond) {
     // The diagonal preconditioner (PDN §3.3) on the device, in fp32 (gpu/family/atk_chunk.cu).
     gpu::AtkArgs p;
-    p.B = static_cast<int>(B), p.T = static_cast<int>(T), p.H = static_cast<int>(H), p.K = Kp;
+    p.B = static_cast<int>(kb.B), p.T = static_cast<int>(kb.T), p.H = static_cast<int>(H), p.K = Kp;
+    p.cu_seqlens = kb.offsets();
     p.key_dtype = l2 ? gpu::DType::fp32 : dtype_of(bf16);
     p.k = l2 ? dk32.get() : dk.get();
     datk_g = upload(to_float(in.at("g_atk")), rows, 1, 1, false);
@@ -83,7 +86,8 @@ TensorMap<double> run_delta(const DeltaBinding& bind, Form form, const TensorMap
   gpu::DeviceBuffer dout(static_cast<std::size_t>(rows) * Vp * (bf16 ? 2 : 4));
   gpu::DeviceBuffer dht(static_cast<std::size_t>(BH) * Kp * Vp * 4);
   gpu::DeltaArgs a;
-  a.B = static_cast<int>(B), a.T = static_cast<int>(T), a.H = static_cast<int>(H), a.K = Kp, a.V = Vp;
+  a.B = static_cast<int>(kb.B), a.T = static_cast<int>(kb.T), a.H = static_cast<int>(H), a.K = Kp, a.V = Vp;
+  a.cu_seqlens = kb.offsets(), a.packed_tokens = kb.packed;
   a.dtype = bf16 ? gpu::DType::bf16 : gpu::DType::fp32;
   using D = DeltaBinding::Decay;
   a.decay = bind.decay == D::none ? gpu::Decay::none : (bind.decay == D::per_key ? gpu::Decay::per_key : gpu::Decay::scalar);
@@ -107,10 +111,10 @@ TensorMap<double> run_delta(const DeltaBinding& bind, Form form, const TensorMap
   gpu::synchronize();
   TensorMap<double> out;
   out["o"] = download_unpadded(dout, {B, T, H, V}, Vp, bf16);
-  out["ht"] = download_state(dht, B, H, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+  out["ht"] = download_state(dht, kb.B, H, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
   if (bind.precond) {
-    Tensor<double> A = download_state(dA, B, H, 1, static_cast<int>(K), 1, Kp);
-    A.shape = {B, H, K};
+    Tensor<double> A = download_state(dA, kb.B, H, 1, static_cast<int>(K), 1, Kp);
+    A.shape = {kb.B, H, K};
     out["final_A_state"] = std::move(A);
   }
   return out;
@@ -124,7 +128,9 @@ TensorMap<double> run_delta_backward(const DeltaBinding& bind, Form form, const 
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
   const int Kp = pad16(K), Vp = pad16(V);
   if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
-  const std::int64_t rows = B * T * H, BH = B * H;
+  // Token rows on the layer's axes; states per sequence (varlen: N of them, kernel_batch).
+  const KernelBatch kb = kernel_batch(in);
+  const std::int64_t rows = B * T * H, BH = kb.B * H;
   // As run_delta: activations and the cotangent `do` rounded to the dtype (the
   // chunk backward form's policy_inputs and its narrowed cotangents).
   auto activation = [&](const char* name) {
@@ -149,7 +155,8 @@ TensorMap<double> run_delta_backward(const DeltaBinding& bind, Form form, const 
     gpu::l2norm_rows(dtype_of(bf16), dk.get(), dk.get(), nullptr, rows, Kp, 1e-6f);
     a.q_raw = dq_raw.get(), a.k_raw = dk_raw.get(), a.l2_eps = 1e-6f;
   }
-  f.B = static_cast<int>(B), f.T = static_cast<int>(T), f.H = static_cast<int>(H), f.K = Kp, f.V = Vp;
+  f.B = static_cast<int>(kb.B), f.T = static_cast<int>(kb.T), f.H = static_cast<int>(H), f.K = Kp, f.V = Vp;
+  f.cu_seqlens = kb.offsets(), f.packed_tokens = kb.packed;
   f.dtype = dtype_of(bf16);
   using D = DeltaBinding::Decay;
   f.decay = bind.decay == D::none ? gpu::Decay::none : (bind.decay == D::per_key ? gpu::Decay::per_key : gpu::Decay::scalar);
@@ -197,7 +204,7 @@ TensorMap<double> run_delta_backward(const DeltaBinding& bind, Form form, const 
   out["dbeta"] = download(gdbeta, {B, T, H}, bf16);
   if (bind.decay != D::none)
     out["dg"] = per_key ? download_unpadded(gdg, {B, T, H, K}, Kp, false) : download(gdg, {B, T, H}, false);
-  if (h0 != in.end()) out["dh0"] = download_state(gdh0, B, H, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+  if (h0 != in.end()) out["dh0"] = download_state(gdh0, kb.B, H, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
   return out;
 }
 

@@ -90,7 +90,9 @@ __global__ void __launch_bounds__(kThreads) ut_transform_kernel(Shape s, const E
                                                                  float eps, Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int n = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0);
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0);
   const int K = s.K, V = s.V, ldk = padded_ld<E>(K), ldv = padded_ld<E>(V), ldc = padded_ld<E>(kChunk);
   SmemArena arena{smem};
   E* kt = arena.take<E>(kChunk, K);
@@ -107,7 +109,7 @@ __global__ void __launch_bounds__(kThreads) ut_transform_kernel(Shape s, const E
   float* eb = arena.take<float>(1, kChunk);  // e^{b_t} (scalar decay)
   const int lda = padded_ld<float>(kChunk), ldo = padded_ld<float>(max(K, V)), ldg = padded_ld<float>(s.Kg);
 
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;  // (b, t0, h)
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;  // (b, t0, h)
   load_rows(kt, ldk, k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   if (w) load_rows(wt, ldk, w + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   load_rows(vt, ldv, v + row0 * V, static_cast<std::int64_t>(s.H) * V, kChunk, c, V);
@@ -271,9 +273,10 @@ __global__ void __launch_bounds__(kThreads) state_pass_kernel(Shape s, int bv, i
     load_flat_async(gb[buf], Gg + static_cast<std::int64_t>(t0) * s.Kg, kChunk * s.Kg);
     cp_async_commit();
   };
-  if (stages == 2) prefetch(0);
-  for (int n = 0; n < s.NT; ++n) {
-    const int t0 = n * kChunk, c = min(kChunk, s.T - t0), buf = n & (stages - 1);
+  const int len = s.len(bh / s.H), NT = s.chunks(bh / s.H);  // this sequence's chunks (varlen)
+  if (stages == 2 && NT > 0) prefetch(0);
+  for (int n = 0; n < NT; ++n) {
+    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n & (stages - 1);
     const E* Wt = Wb[buf];
     const E* wt = wb[buf];
     const E* Ut = Ub[buf];
@@ -281,7 +284,7 @@ __global__ void __launch_bounds__(kThreads) state_pass_kernel(Shape s, int bv, i
     if (stages == 1) {
       prefetch(n);
       cp_async_wait<0>();
-    } else if (n + 1 < s.NT) {
+    } else if (n + 1 < NT) {
       prefetch(n + 1);
       cp_async_wait<1>();
     } else {
@@ -340,7 +343,9 @@ __global__ void __launch_bounds__(kThreads) output_kernel(Shape s, int bv, const
                                                            Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int n = blockIdx.x, j0 = blockIdx.y * bv, bh = blockIdx.z, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0);
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0);
   const int K = s.K, V = s.V, ldk = padded_ld<E>(K), ldb = padded_ld<E>(bv), ldf = padded_ld<float>(bv);
   const int ldc = padded_ld<E>(kChunk), lds = padded_ld<float>(kChunk), ldg = padded_ld<float>(s.Kg);
   SmemArena arena{smem};
@@ -353,7 +358,7 @@ __global__ void __launch_bounds__(kThreads) output_kernel(Shape s, int bv, const
   float* Of = arena.take<float>(kChunk, bv);
   float* bg = arena.take<float>(kChunk, s.Kg);
 
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0;
   load_rows(qt, ldk, q + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   load_rows(wt, ldk, wkey + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);

@@ -93,10 +93,11 @@ Work carve(Carver& cv, const chunk::Shape& s, int NVT, int NKB, int KB) {
 // chunks (a global reverse sum where the chunk-local one is meant): each chunk's
 // rows get the sum of every later chunk's db, which is their chunk-local sums'
 // first rows. One thread per (b, h, gate column), the chunks last first.
-__global__ void dg_carry_across_chunks(float* dg, int T, int H, int Kg) {
-  const int bh = blockIdx.x, b = bh / H, h = bh % H, d = threadIdx.x;
-  if (d >= Kg) return;
-  auto at = [&](int t) -> float& { return dg[((static_cast<std::int64_t>(b) * T + t) * H + h) * Kg + d]; };
+__global__ void dg_carry_across_chunks(float* dg, chunk::Shape s) {
+  const int bh = blockIdx.x, b = bh / s.H, h = bh % s.H, d = threadIdx.x, T = s.len(b);
+  if (d >= s.Kg) return;
+  const std::int64_t first = s.start(b);
+  auto at = [&](int t) -> float& { return dg[((first + t) * s.H + h) * s.Kg + d]; };
   float carry = 0.0f;
   for (int t0 = (T - 1) / chunk::kChunk * chunk::kChunk; t0 >= 0; t0 -= chunk::kChunk) {
     const float total = at(t0);
@@ -126,7 +127,10 @@ void launch(const DeltaBackwardArgs& x) {
   const chunk::Shape s = chunk::shape_of(f);
   auto stream = static_cast<cudaStream_t>(f.stream);
   const unsigned BH = static_cast<unsigned>(f.B) * f.H;
+  // Token rows of the gradients: B·T·H, or the packed tokens' under varlen (the
+  // partials below hold B·T·H ≥ them, indexed as the gradients).
   const std::size_t rows = static_cast<std::size_t>(BH) * f.T;
+  const std::size_t out_rows = f.cu_seqlens ? static_cast<std::size_t>(f.packed_tokens) * f.H : rows;
   // State-pass column tiles of 32 (V/32 · B·H blocks, 128 at the benchmark's
   // B = 4, H = 8, V = 128: one per multiprocessor), else 16.
   const int BV = f.V % 32 == 0 ? 32 : 16, NVT = f.V / BV;
@@ -178,14 +182,15 @@ void launch(const DeltaBackwardArgs& x) {
     chunk_bwd::wy<E, D><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
     TTR_CUDA_CHECK_LAUNCH("chunk backward wy");
     if (D != Decay::none && mutated(x.mutant, Mutant::dg_revcumsum_not_reset)) {
-      dg_carry_across_chunks<<<BH, s.Kg, 0, stream>>>(a.out.dg, f.T, f.H, s.Kg);
+      dg_carry_across_chunks<<<BH, s.Kg, 0, stream>>>(a.out.dg, s);
       TTR_CUDA_CHECK_LAUNCH("chunk backward dg carry (mutant)");
     }
     timer.mark(6);
     // dq is already scaled: scale 1 in finish.
-    const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
+    const unsigned blocks = static_cast<unsigned>((out_rows + 7) / 8);
+    if (blocks > 0)  // none when every sequence of a varlen batch is empty
     delta_backward::finish<E, D><<<blocks, 256, 0, stream>>>(
-        static_cast<std::int64_t>(rows), f.K, 1, a.k, static_cast<const E*>(x.q_raw), static_cast<const E*>(x.k_raw),
+        static_cast<std::int64_t>(out_rows), f.K, 1, a.k, static_cast<const E*>(x.q_raw), static_cast<const E*>(x.k_raw),
         a.beta, f.kaczmarz, f.kaczmarz_eps, x.l2_eps, 1.0f, a.out, static_cast<E*>(x.dq), static_cast<E*>(x.dk),
         static_cast<E*>(x.dbeta), x.dg, !mutated(x.mutant, Mutant::l2norm_backward_skipped));
     TTR_CUDA_CHECK_LAUNCH("finish");

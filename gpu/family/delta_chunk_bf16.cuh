@@ -36,7 +36,9 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
                                                          bool kaczmarz, float eps, Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int n = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0);
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0);
   const int K = s.K, V = s.V, ldk = padded_ld<bf16>(K), ldv = padded_ld<bf16>(V);
   constexpr int ldc = padded_ld<bf16>(kChunk), lda = padded_ld<float>(kChunk);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, qd = lane % 4;
@@ -51,7 +53,7 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
   float* eb = arena.take<float>(1, kChunk);
   const int ldg = padded_ld<float>(s.Kg);
 
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;  // (b, t0, h)
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;  // (b, t0, h)
   load_rows_async(kt, ldk, k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   if (w) load_rows_async(wt, ldk, w + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   load_rows_async(vt, ldv, v + row0 * V, static_cast<std::int64_t>(s.H) * V, kChunk, c, V);
@@ -272,9 +274,10 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
     if constexpr (D == Decay::scalar) load_flat_async(at(gb0, buf), Gg + t0 + kChunk - 4, 4);
     cp_async_commit();
   };
-  prefetch(0);
-  for (int n = 0; n < s.NT; ++n) {
-    const int t0 = n * kChunk, c = min(kChunk, s.T - t0), buf = n & 1;
+  const int len = s.len(bh / s.H), NT = s.chunks(bh / s.H);  // this sequence's chunks (varlen)
+  if (NT > 0) prefetch(0);
+  for (int n = 0; n < NT; ++n) {
+    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n & 1;
     // h_n = narrow(S): the chunk-initial state as an operand, here and stored.
     // (hs was last read by the previous step's Δ product, before its second barrier.)
     const std::int64_t hn = hbase + static_cast<std::int64_t>(n) * K * V;
@@ -296,7 +299,7 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
     }
     cp_async_wait<0>();
     __syncthreads();  // chunk n's tiles and h_n visible; chunk n − 1's buffers free
-    if (n + 1 < s.NT) prefetch(n + 1);
+    if (n + 1 < NT) prefetch(n + 1);
     // Δ = narrow(U − W h_n), a 16 × 8 tile per warp at a time.
     const bf16* Wt = at(Wb0, buf);
     const bf16* Ut = at(Ub0, buf);
@@ -364,7 +367,9 @@ __global__ void __launch_bounds__(kThreads) output(Shape s, const bf16* __restri
                                                    Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int n = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0);
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0);
   const int K = s.K, V = s.V, ldk = padded_ld<bf16>(K), ldv = padded_ld<bf16>(V), Kg = s.Kg;
   constexpr int ldc = padded_ld<bf16>(kChunk);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, qd = lane % 4;
@@ -377,7 +382,7 @@ __global__ void __launch_bounds__(kThreads) output(Shape s, const bf16* __restri
   bf16* sc = arena.take<bf16>(kChunk, kChunk);
   float* bg = arena.take<float>(1, kChunk * Kg);  // flat [t][d]
 
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0;
   load_rows_async(qt, ldk, q + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   load_rows_async(wt, ldk, wkey + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);

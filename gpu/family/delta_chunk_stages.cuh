@@ -9,18 +9,28 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "gpu/api.hpp"
+#include "gpu/core/seqs.cuh"
 
 namespace ttr::gpu::chunk {
 
 constexpr int kChunk = 64;
 
+// NT chunks, Tp = 64·NT, Kg: gate width (K per-key, else 1). With cu (FLA's varlen,
+// gpu/core/seqs.cuh) B counts sequences, T is the longest one's length (NT, Tp size
+// the per-sequence workspaces) and sequence b is the packed tokens [cu[b], cu[b+1]).
 struct Shape {
-  int B, T, H, K, V, NT, Tp, Kg;  // NT chunks, Tp = 64·NT, Kg: gate width (K per-key, else 1)
+  int B, T, H, K, V, NT, Tp, Kg;
+  const std::int64_t* cu = nullptr;
+  __device__ std::int64_t start(int b) const { return seq_start(cu, b, T); }
+  __device__ int len(int b) const { return seq_len(cu, b, T); }
+  __device__ int chunks(int b) const { return (len(b) + kChunk - 1) / kChunk; }
 };
 
 inline Shape shape_of(const DeltaArgs& a) {
-  Shape s{a.B, a.T, a.H, a.K, a.V, (a.T + kChunk - 1) / kChunk, 0, a.decay == Decay::per_key ? a.K : 1};
+  Shape s{a.B, a.T, a.H, a.K, a.V, (a.T + kChunk - 1) / kChunk, 0, a.decay == Decay::per_key ? a.K : 1, a.cu_seqlens};
   s.Tp = s.NT * kChunk;
   return s;
 }

@@ -19,6 +19,7 @@
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/numeric.cuh"
+#include "gpu/core/seqs.cuh"
 
 namespace ttr::gpu {
 namespace {
@@ -37,7 +38,8 @@ __global__ void __launch_bounds__(kCols * kGroups) recurrent_kernel(int B, int T
                                                                      const E* __restrict__ beta,
                                                                      const float* __restrict__ g, const float* h0,
                                                                      float* ht, E* __restrict__ o, float scale,
-                                                                     bool kaczmarz, float eps) {
+                                                                     bool kaczmarz, float eps,
+                                                                     const std::int64_t* __restrict__ cu) {
   __shared__ float ks[128], ws[128], qs[128], ds[128], vs[kCols], bs;
   const int lane16 = threadIdx.x % kGroups, col = threadIdx.x / kGroups;
   const int j = blockIdx.x * kCols + col, bh = blockIdx.y, b = bh / H, h = bh % H;
@@ -47,8 +49,10 @@ __global__ void __launch_bounds__(kCols * kGroups) recurrent_kernel(int B, int T
 #pragma unroll
   for (int r = 0; r < kMaxRows; ++r)
     S[r] = (r < rows && h0) ? h0[sbase + static_cast<std::int64_t>(r * kGroups + lane16) * V + j] : 0.0f;
-  for (int t = 0; t < T; ++t) {
-    const std::int64_t row = (static_cast<std::int64_t>(b) * T + t) * H + h;
+  const std::int64_t first = seq_start(cu, b, T);  // sequence b's tokens (varlen: cu)
+  const int len = seq_len(cu, b, T);
+  for (int t = 0; t < len; ++t) {
+    const std::int64_t row = (first + t) * H + h;
     for (int i = threadIdx.x; i < K; i += blockDim.x) {
       ks[i] = Elem<E>::to_float(k[row * K + i]);
       ws[i] = Elem<E>::to_float((w ? w : k)[row * K + i]);
@@ -102,7 +106,7 @@ void launch(const DeltaArgs& a) {
   recurrent_kernel<E, D><<<grid, kCols * kGroups, 0, static_cast<cudaStream_t>(a.stream)>>>(
       a.B, a.T, a.H, a.K, a.V, static_cast<const E*>(a.q), static_cast<const E*>(a.k), static_cast<const E*>(a.w),
       static_cast<const E*>(a.v), static_cast<const E*>(a.beta), a.g, a.h0, a.ht, static_cast<E*>(a.o), a.scale,
-      a.kaczmarz, a.kaczmarz_eps);
+      a.kaczmarz, a.kaczmarz_eps, a.cu_seqlens);
   TTR_CUDA_CHECK_LAUNCH("recurrent_kernel");
 }
 

@@ -37,6 +37,7 @@
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/numeric.cuh"
+#include "gpu/core/seqs.cuh"
 #include "gpu/family/delta_backward_finish.cuh"
 
 namespace ttr::gpu {
@@ -69,20 +70,22 @@ __global__ void __launch_bounds__(kThreads) forward_sweep(int B, int T, int H, i
                                                            const E* __restrict__ v, const E* __restrict__ beta,
                                                            const float* __restrict__ g, const float* h0,
                                                            const E* __restrict__ do_, bool kaczmarz, float eps,
+                                                           const std::int64_t* __restrict__ cu, std::int64_t rowsTotal,
                                                            Work work) {
   __shared__ float ks[128], ws[128], ds[128], vs[kCols], dos[kCols], bs;
   __shared__ float red[kCols][128];
   const int lane16 = threadIdx.x % kGroups, col = threadIdx.x / kGroups;
   const int j = blockIdx.x * kCols + col, bh = blockIdx.y, b = bh / H, h = bh % H;
-  const int rows = K / kGroups, nseg = (T + kSeg - 1) / kSeg;
-  const std::int64_t rowsTotal = static_cast<std::int64_t>(B) * T * H;
+  // Sequence b: its tokens (varlen: cu); T the longest, which sizes the checkpoints.
+  const int rows = K / kGroups, nseg = (T + kSeg - 1) / kSeg, len = seq_len(cu, b, T);
+  const std::int64_t first = seq_start(cu, b, T);
   float S[kMaxRows];
   const std::int64_t sbase = static_cast<std::int64_t>(bh) * K * V;
 #pragma unroll
   for (int r = 0; r < kMaxRows; ++r)
     S[r] = (r < rows && h0) ? h0[sbase + static_cast<std::int64_t>(r * kGroups + lane16) * V + j] : 0.0f;
-  for (int t = 0; t < T; ++t) {
-    const std::int64_t row = (static_cast<std::int64_t>(b) * T + t) * H + h;
+  for (int t = 0; t < len; ++t) {
+    const std::int64_t row = (first + t) * H + h;
     if (t % kSeg == 0) {
       float* c = work.ckpt + (static_cast<std::int64_t>(bh) * nseg + t / kSeg) * K * V;
 #pragma unroll
@@ -147,14 +150,14 @@ __global__ void __launch_bounds__(kThreads) adjoint_sweep(int B, int T, int H, i
                                                            const E* __restrict__ k, const E* __restrict__ w,
                                                            const float* __restrict__ g, const E* __restrict__ do_,
                                                            const float* dht, float* dh0, float scale, E* __restrict__ dv,
+                                                           const std::int64_t* __restrict__ cu, std::int64_t rowsTotal,
                                                            Work work) {
   __shared__ float qs[128], ks[128], ws[128], ds[128];
   __shared__ float red_dk[kCols][128], red_dw[kCols][128], red_dg[kCols][128], red_db[kCols], red_dgs[kCols];
   const int lane16 = threadIdx.x % kGroups, col = threadIdx.x / kGroups;
   const int j = blockIdx.x * kCols + col, bh = blockIdx.y, b = bh / H, h = bh % H;
-  const int rows = K / kGroups, nseg = (T + kSeg - 1) / kSeg;
-  const std::int64_t rowsTotal = static_cast<std::int64_t>(B) * T * H;
-  const std::int64_t sbase = static_cast<std::int64_t>(bh) * K * V;
+  const int rows = K / kGroups, nseg = (T + kSeg - 1) / kSeg, len = seq_len(cu, b, T);
+  const std::int64_t first = seq_start(cu, b, T), sbase = static_cast<std::int64_t>(bh) * K * V;
   float* sbar = work.sbar + (static_cast<std::int64_t>(bh) * gridDim.x + blockIdx.x) * kSeg * kMaxRows * kThreads;
   auto sbar_at = [&](int s, int r) -> float& { return sbar[(s * kMaxRows + r) * kThreads + threadIdx.x]; };
   float S[kMaxRows], dS[kMaxRows];
@@ -169,14 +172,15 @@ __global__ void __launch_bounds__(kThreads) adjoint_sweep(int B, int T, int H, i
       if (threadIdx.x == 0) ds[0] = expf(g[row]);
   };
   for (int seg = nseg - 1; seg >= 0; --seg) {
-    const int t0 = seg * kSeg, t1 = min(T, t0 + kSeg);
+    const int t0 = seg * kSeg, t1 = min(len, t0 + kSeg);
+    if (t0 >= len) continue;  // past this sequence's end (varlen): no checkpoint there
     // Re-step the segment from its checkpoint with the stored δ: S̄_t = D S, S += w δᵀ.
     const float* c = work.ckpt + (static_cast<std::int64_t>(bh) * nseg + seg) * K * V;
 #pragma unroll
     for (int r = 0; r < kMaxRows; ++r)
       S[r] = r < rows ? c[static_cast<std::int64_t>(r * kGroups + lane16) * V + j] : 0.0f;
     for (int t = t0; t < t1; ++t) {
-      const std::int64_t row = (static_cast<std::int64_t>(b) * T + t) * H + h;
+      const std::int64_t row = (first + t) * H + h;
       for (int i = threadIdx.x; i < K; i += blockDim.x) ws[i] = Elem<E>::to_float((w ? w : k)[row * K + i]);
       load_decay(row);
       __syncthreads();
@@ -193,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) adjoint_sweep(int B, int T, int H, i
       __syncthreads();
     }
     for (int t = t1 - 1; t >= t0; --t) {
-      const std::int64_t row = (static_cast<std::int64_t>(b) * T + t) * H + h;
+      const std::int64_t row = (first + t) * H + h;
       for (int i = threadIdx.x; i < K; i += blockDim.x) {
         qs[i] = Elem<E>::to_float(q[row * K + i]);
         ks[i] = Elem<E>::to_float(k[row * K + i]);
@@ -278,7 +282,9 @@ template <class E, Decay D>
 void launch(const DeltaBackwardArgs& a) {
   const DeltaArgs& f = a.fwd;
   auto stream = static_cast<cudaStream_t>(f.stream);
-  const std::int64_t BH = static_cast<std::int64_t>(f.B) * f.H, rowsTotal = BH * f.T;
+  // Token rows: B·T·H, or the packed tokens' under varlen (B sequences, T the longest).
+  const std::int64_t BH = static_cast<std::int64_t>(f.B) * f.H,
+                     rowsTotal = f.cu_seqlens ? f.packed_tokens * f.H : BH * f.T;
   const int NB = f.V / kCols, nseg = (f.T + kSeg - 1) / kSeg, Kg = D == Decay::per_key ? f.K : 1;
   const std::size_t n_ckpt = BH * nseg * f.K * f.V, n_rv = rowsTotal * f.V, n_part = NB * rowsTotal * f.K;
   const std::size_t n_dg = D == Decay::none ? 0 : NB * rowsTotal * Kg, n_sbar = NB * BH * kSeg * kMaxRows * kThreads;
@@ -300,14 +306,16 @@ void launch(const DeltaBackwardArgs& a) {
     const dim3 grid(NB, static_cast<unsigned>(BH));
     forward_sweep<E, D><<<grid, kThreads, 0, stream>>>(f.B, f.T, f.H, f.K, f.V, q, k, w, static_cast<const E*>(f.v),
                                                        static_cast<const E*>(f.beta), f.g, f.h0,
-                                                       static_cast<const E*>(a.do_), f.kaczmarz, f.kaczmarz_eps, work);
+                                                       static_cast<const E*>(a.do_), f.kaczmarz, f.kaczmarz_eps,
+                                                       f.cu_seqlens, rowsTotal, work);
     TTR_CUDA_CHECK_LAUNCH("forward_sweep");
     adjoint_sweep<E, D><<<grid, kThreads, 0, stream>>>(f.B, f.T, f.H, f.K, f.V, q, k, w, f.g,
                                                        static_cast<const E*>(a.do_), a.dht, a.dh0, f.scale,
-                                                       static_cast<E*>(a.dv), work);
+                                                       static_cast<E*>(a.dv), f.cu_seqlens, rowsTotal, work);
     TTR_CUDA_CHECK_LAUNCH("adjoint_sweep");
     const unsigned blocks = static_cast<unsigned>((rowsTotal + 7) / 8);
     const delta_backward::DeltaGradPartials parts{work.dq, work.dk, work.dw, work.dg, work.dbeta};
+    if (blocks > 0)  // none when every sequence of a varlen batch is empty
     delta_backward::finish<E, D><<<blocks, 256, 0, stream>>>(rowsTotal, f.K, NB, k, static_cast<const E*>(a.q_raw),
                                              static_cast<const E*>(a.k_raw), static_cast<const E*>(f.beta),
                                              f.kaczmarz, f.kaczmarz_eps, a.l2_eps, f.scale, parts,

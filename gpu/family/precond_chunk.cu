@@ -18,8 +18,9 @@ void precond_delta_chunk_forward(DeltaArgs a, const void* k_tilde) {
 void precond_delta_chunk_forward(DeltaArgs a, AtkArgs p) {
   validate(a);
   p.B = a.B, p.T = a.T, p.H = a.H, p.K = a.K, p.dtype = a.dtype, p.key_dtype = a.dtype, p.k = a.k,
-  p.stream = a.stream;
+  p.cu_seqlens = a.cu_seqlens, p.stream = a.stream;
   auto stream = static_cast<cudaStream_t>(a.stream);
+  // B·T rows: with varlen (B sequences, T the longest) at least the packed tokens.
   const std::size_t bytes = static_cast<std::size_t>(a.B) * a.T * a.H * a.K * (a.dtype == DType::bf16 ? 2 : 4);
   void* kt = nullptr;
   TTR_CUDA_CHECK(cudaMallocAsync(&kt, bytes, stream));

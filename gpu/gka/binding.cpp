@@ -55,14 +55,17 @@ TensorMap<double> run(Form form, const TensorMap<double>& in, const Config& cfg,
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
   const int Kp = pad16(K), Vp = pad16(V);
   if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
-  const std::int64_t rows = B * T * H, BH = B * H;
+  // Token rows on the layer's axes; states per sequence (varlen: N of them, kernel_batch).
+  const KernelBatch kb = kernel_batch(in);
+  const std::int64_t rows = B * T * H, BH = kb.B * H;
   gpu::DeviceBuffer dq = upload(to_float(q), rows, K, Kp, bf16), dk = upload(to_float(in.at("k")), rows, K, Kp, bf16);
   if (cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel"))
     for (gpu::DeviceBuffer* x : {&dq, &dk}) gpu::l2norm_rows(dtype_of(bf16), x->get(), x->get(), nullptr, rows, Kp, 1e-6f);
   gpu::DeviceBuffer dv = upload(to_float(in.at("v")), rows, V, Vp, bf16);
   gpu::DeviceBuffer dg = upload_fp32(to_float(in.at("g"))), dbeta, dalpha, dh0, dhkk0;
   gpu::GkaArgs a;
-  a.B = static_cast<int>(B), a.T = static_cast<int>(T), a.H = static_cast<int>(H), a.K = Kp, a.V = Vp;
+  a.B = static_cast<int>(kb.B), a.T = static_cast<int>(kb.T), a.H = static_cast<int>(H), a.K = Kp, a.V = Vp;
+  a.cu_seqlens = kb.offsets(), a.packed_tokens = kb.packed;
   a.dtype = bf16 ? gpu::DType::bf16 : gpu::DType::fp32;
   a.g = static_cast<const float*>(dg.get());
   if (const auto it = in.find("beta"); it != in.end()) {
@@ -96,8 +99,8 @@ TensorMap<double> run(Form form, const TensorMap<double>& in, const Config& cfg,
   gpu::synchronize();
   TensorMap<double> out;
   out["o"] = download_unpadded(dout, {B, T, H, V}, Vp, bf16);
-  out["ht"] = download_state(dht, B, H, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
-  out["hkk"] = download_state(dhkk, B, H, static_cast<int>(K), static_cast<int>(K), Kp, Kp);
+  out["ht"] = download_state(dht, kb.B, H, static_cast<int>(K), static_cast<int>(V), Kp, Vp);
+  out["hkk"] = download_state(dhkk, kb.B, H, static_cast<int>(K), static_cast<int>(K), Kp, Kp);
   out["lambda"] = download(dlam, {B, T, H}, false);
   out["fro"] = download(dfro, {B, T, H}, false);
   return out;
@@ -115,7 +118,9 @@ TensorMap<double> run_backward(const TensorMap<double>& in, const Config& cfg, T
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = in.at("v").dim(3);
   const int Kp = pad16(K), Vp = pad16(V);
   if (Kp > 128 || Vp > 128) throw InputError(fmt::format("the CUDA kernels take K, V ≤ 128 (got K = {}, V = {})", K, V));
-  const std::int64_t rows = B * T * H, BH = B * H;
+  // Token rows on the layer's axes; states per sequence (varlen: N of them, kernel_batch).
+  const KernelBatch kb = kernel_batch(in);
+  const std::int64_t rows = B * T * H, BH = kb.B * H;
   const std::vector<float> qf = to_float(q), kf = to_float(in.at("k"));
   gpu::DeviceBuffer dq = upload(qf, rows, K, Kp, bf16), dk = upload(kf, rows, K, Kp, bf16), dq_raw, dk_raw;
   gpu::GkaBackwardArgs a;
@@ -127,7 +132,8 @@ TensorMap<double> run_backward(const TensorMap<double>& in, const Config& cfg, T
   }
   gpu::DeviceBuffer dv = upload(to_float(in.at("v")), rows, V, Vp, bf16), ddo = upload(to_float(in.at("do")), rows, V, Vp, bf16);
   gpu::DeviceBuffer dg = upload_fp32(to_float(in.at("g"))), dbeta, dalpha, dh0, dhkk0, ddht, ddhkk;
-  f.B = static_cast<int>(B), f.T = static_cast<int>(T), f.H = static_cast<int>(H), f.K = Kp, f.V = Vp;
+  f.B = static_cast<int>(kb.B), f.T = static_cast<int>(kb.T), f.H = static_cast<int>(H), f.K = Kp, f.V = Vp;
+  f.cu_seqlens = kb.offsets(), f.packed_tokens = kb.packed;
   f.dtype = dtype_of(bf16);
   f.q = dq.get(), f.k = dk.get(), f.v = dv.get(), f.g = static_cast<const float*>(dg.get());
   const bool has_beta = in.count("beta") > 0, has_alpha = in.count("alpha") > 0, has_h0 = in.count("h0") > 0,
@@ -167,8 +173,8 @@ TensorMap<double> run_backward(const TensorMap<double>& in, const Config& cfg, T
   out["dg"] = download(gdg, {B, T, H}, false);
   if (has_beta) out["dbeta"] = download(gdbeta, {B, T, H}, false);
   if (has_alpha) out["dalpha"] = download(gdalpha, {B, T, H}, false);
-  if (has_h0) out["dh0"] = download_state(gdh0, B, H, k, vdim, Kp, Vp);
-  if (has_hkk0) out["dhkk0"] = download_state(gdhkk0, B, H, k, k, Kp, Kp);
+  if (has_h0) out["dh0"] = download_state(gdh0, kb.B, H, k, vdim, Kp, Vp);
+  if (has_hkk0) out["dhkk0"] = download_state(gdhkk0, kb.B, H, k, k, Kp, Kp);
   return out;
 }
 #endif

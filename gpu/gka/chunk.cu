@@ -41,6 +41,7 @@
 #include "gpu/core/mma.cuh"
 #include "gpu/core/mma_sync.cuh"
 #include "gpu/core/numeric.cuh"
+#include "gpu/core/seqs.cuh"
 #include "gpu/core/tile.cuh"
 #include "gpu/gka/chebyshev.cuh"
 #include "gpu/gka/gates.cuh"
@@ -57,8 +58,13 @@ constexpr int kTile = 16;                  // state-pass column tile
 constexpr int kPart = kThreads / kChunk;   // solve: threads per token row (4)
 constexpr int kMaxPer = 128 / kPart;       // solve: columns per thread at K = 128
 
+// With cu (varlen, gpu/core/seqs.cuh): B sequences, T the longest (NT, Tp size the
+// per-sequence workspaces), sequence b the packed tokens [cu[b], cu[b+1]).
 struct Shape {
   int B, T, H, K, V, NT, Tp;
+  const std::int64_t* cu = nullptr;
+  __device__ std::int64_t start(int b) const { return seq_start(cu, b, T); }
+  __device__ int len(int b) const { return seq_len(cu, b, T); }
 };
 
 struct Work {  // per (b, h) contiguous
@@ -111,9 +117,10 @@ __global__ void __launch_bounds__(kThreads) state_pass_kernel(Shape s, const E* 
     St[r * ldf + cc] = init ? init[sbase + static_cast<std::int64_t>(r) * W + j0 + cc] : 0.0f;
   }
   E* out = static_cast<E*>(of_h ? work.Hs : work.Ss) + static_cast<std::int64_t>(bh) * s.NT * K * W + j0;
-  for (int n = 0; n < s.NT; ++n) {
-    const int t0 = n * kChunk, c = min(kChunk, s.T - t0);
-    const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const int len = s.len(b);  // this sequence's tokens (varlen)
+  for (int n = 0; n * kChunk < len; ++n) {
+    const int t0 = n * kChunk, c = min(kChunk, len - t0);
+    const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
     load_rows(Kw, ldk, k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
     load_rows(Xt, ldx, right + row0 * W + j0, static_cast<std::int64_t>(s.H) * W, kChunk, c, kTile);
     load_chunk_gates(g, beta, nullptr, row0, s.H, c, bg, zeta, bet, nullptr);  // synchronises
@@ -164,7 +171,9 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(Shape s, SolveParams p,
                                                           float* fro_out, Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int n = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0), K = s.K, Kw = max(K, kChunk);
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0), K = s.K, Kw = max(K, kChunk);
   const int ldh = padded_ld<E>(K), ldx = padded_ld<E>(Kw), ldy = padded_ld<float>(Kw);
   const int ldc = padded_ld<float>(kChunk), lde = padded_ld<E>(kChunk);
   SmemArena arena{smem};
@@ -193,7 +202,7 @@ __global__ void __launch_bounds__(kThreads) solve_kernel(Shape s, SolveParams p,
     Xi1 = arena.take<E>(kChunk, Kw);
   }
 
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   load_rows(H0, ldh, static_cast<const E*>(work.Hs) + (static_cast<std::int64_t>(bh) * s.NT + n) * K * K, K, K, K,
             K);
   load_rows(Kt, ldh, k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
@@ -368,7 +377,9 @@ __global__ void __launch_bounds__(kThreads) readout_kernel(Shape s, int bv, cons
                                                             Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int n = blockIdx.x, j0 = blockIdx.y * bv, bh = blockIdx.z, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0), K = s.K, V = s.V;
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0), K = s.K, V = s.V;
   const int ldk = padded_ld<E>(K), ldb = padded_ld<E>(bv), ldf = padded_ld<float>(bv);
   const int ldc = padded_ld<E>(kChunk), lds = padded_ld<float>(kChunk);
   SmemArena arena{smem};
@@ -383,7 +394,7 @@ __global__ void __launch_bounds__(kThreads) readout_kernel(Shape s, int bv, cons
   float* zeta = arena.take<float>(1, kChunk);
   float* bet = arena.take<float>(1, kChunk);
 
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   load_rows(Qt, ldk, static_cast<const E*>(work.Qt) + (static_cast<std::int64_t>(bh) * s.Tp + t0) * K, K, kChunk, c,
             K);
   load_rows(Kt, ldk, k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
@@ -418,7 +429,7 @@ std::size_t readout_smem(const Shape& s, int bv) {
 // ---------------------------------------------------------------- host side
 template <class E>
 void launch(const GkaArgs& a) {
-  Shape s{a.B, a.T, a.H, a.K, a.V, (a.T + kChunk - 1) / kChunk, 0};
+  Shape s{a.B, a.T, a.H, a.K, a.V, (a.T + kChunk - 1) / kChunk, 0, a.cu_seqlens};
   s.Tp = s.NT * kChunk;
   auto stream = static_cast<cudaStream_t>(a.stream);
   const std::size_t BH = static_cast<std::size_t>(a.B) * a.H;

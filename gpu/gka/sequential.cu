@@ -24,6 +24,7 @@
 #include "gpu/core/check.cuh"
 #include "gpu/core/launch.cuh"
 #include "gpu/core/numeric.cuh"
+#include "gpu/core/seqs.cuh"
 
 namespace ttr::gpu {
 namespace {
@@ -49,8 +50,10 @@ __global__ void __launch_bounds__(kThreads) gka_recurrent_kernel(GkaArgs a) {
   const std::int64_t hbase = static_cast<std::int64_t>(bh) * K * K, sbase = static_cast<std::int64_t>(bh) * K * V;
   for (int i = threadIdx.x; i < K * K; i += blockDim.x) Hm[i] = a.hkk0 ? a.hkk0[hbase + i] : 0.0f;
   for (int i = threadIdx.x; i < K * V; i += blockDim.x) Sm[i] = a.h0 ? a.h0[sbase + i] : 0.0f;
-  for (int t = 0; t < a.T; ++t) {
-    const std::int64_t row = (static_cast<std::int64_t>(b) * a.T + t) * a.H + h;
+  const std::int64_t first = seq_start(a.cu_seqlens, b, a.T);  // sequence b's tokens (varlen)
+  const int len = seq_len(a.cu_seqlens, b, a.T);
+  for (int t = 0; t < len; ++t) {
+    const std::int64_t row = (first + t) * a.H + h;
     for (int i = threadIdx.x; i < K; i += blockDim.x) {
       kv[i] = Elem<E>::to_float(k[row * K + i]);
       sq[i] = a.scale * Elem<E>::to_float(q[row * K + i]);

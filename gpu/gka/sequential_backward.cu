@@ -46,6 +46,7 @@
 #include "gpu/core/check.cuh"
 #include "gpu/core/launch.cuh"
 #include "gpu/core/numeric.cuh"
+#include "gpu/core/seqs.cuh"
 #include "gpu/family/delta_backward_finish.cuh"
 
 namespace ttr::gpu {
@@ -97,6 +98,7 @@ struct Params {
   int B, T, H, K, V, iters;
   float scale, a, lambda, omega0;
   bool fixed;
+  const std::int64_t* cu;  // varlen offsets (gpu/core/seqs.cuh), or nullptr; T then the longest sequence
 };
 
 template <class E>
@@ -139,7 +141,9 @@ __global__ void __launch_bounds__(kThreads, 1) backward_kernel(Params p, const E
   float* axg = work.ax + static_cast<std::int64_t>(bh) * (r > 0 ? r : 1) * K;
   float* omg = work.omega + static_cast<std::int64_t>(bh) * (r + 1);
   const std::int64_t hbase = static_cast<std::int64_t>(bh) * K * K, sbase = static_cast<std::int64_t>(bh) * K * V;
-  auto token_row = [&](int t) { return (static_cast<std::int64_t>(b) * p.T + t) * p.H + h; };
+  const std::int64_t first = seq_start(p.cu, b, p.T);  // sequence b's tokens (varlen)
+  const int len = seq_len(p.cu, b, p.T);
+  auto token_row = [&](int t) { return (first + t) * p.H + h; };
   // k_t, v_t, γ_t, β_t, α_t into shared memory (the caller synchronises).
   auto load_token = [&](int t) {
     const std::int64_t row = token_row(t);
@@ -155,7 +159,7 @@ __global__ void __launch_bounds__(kThreads, 1) backward_kernel(Params p, const E
   // ---- 1. forward sweep: checkpoints (the running state in seg's first slot)
   for (int e = threadIdx.x; e < K * K; e += kThreads) seg[e] = hkk0 ? hkk0[hbase + e] : 0.0f;
   for (int e = threadIdx.x; e < K * V; e += kThreads) seg[K * K + e] = h0 ? h0[sbase + e] : 0.0f;
-  for (int t = 0; t < p.T; ++t) {
+  for (int t = 0; t < len; ++t) {
     if (t % kSeg == 0) {
       float* c = ckpt + static_cast<std::int64_t>(t / kSeg) * W;
       for (int e = threadIdx.x; e < K * K; e += kThreads) c[e] = seg[e];
@@ -171,7 +175,8 @@ __global__ void __launch_bounds__(kThreads, 1) backward_kernel(Params p, const E
   for (int e = threadIdx.x; e < K * K; e += kThreads) dH[e] = dhkk ? dhkk[hbase + e] : 0.0f;
   for (int e = threadIdx.x; e < K * V; e += kThreads) dS[e] = dht ? dht[sbase + e] : 0.0f;
   for (int sg = nseg - 1; sg >= 0; --sg) {
-    const int t0 = sg * kSeg, t1 = min(p.T, t0 + kSeg);
+    const int t0 = sg * kSeg, t1 = min(len, t0 + kSeg);
+    if (t0 >= len) continue;  // past this sequence's end (varlen): no checkpoint there
     {
       const float* c = ckpt + static_cast<std::int64_t>(sg) * W;
       for (int e = threadIdx.x; e < K * K; e += kThreads) seg[e] = c[e];
@@ -410,7 +415,9 @@ template <class E>
 void launch(const GkaBackwardArgs& a) {
   const GkaArgs& f = a.fwd;
   auto stream = static_cast<cudaStream_t>(f.stream);
-  const std::int64_t BH = static_cast<std::int64_t>(f.B) * f.H, rows = BH * f.T;
+  // Token rows: B·T·H, or the packed tokens' under varlen (B sequences, T the longest).
+  const std::int64_t BH = static_cast<std::int64_t>(f.B) * f.H,
+                     rows = f.cu_seqlens ? f.packed_tokens * f.H : BH * f.T;
   const int nseg = (f.T + kSeg - 1) / kSeg, r = f.iters;
   const std::size_t W = static_cast<std::size_t>(f.K) * (f.K + f.V);
   auto align = [](std::size_t n) { return (n + 63) / 64 * 64; };  // floats: 256 bytes
@@ -424,7 +431,8 @@ void launch(const GkaBackwardArgs& a) {
   auto take = [&](std::size_t n) { float* p = ws + off; off += align(n); return p; };
   work.ckpt = take(n_ckpt), work.seg = take(n_seg), work.xi = take(n_xi), work.ax = take(n_ax);
   work.omega = take(n_om), work.dq = take(n_d), work.dk = take(n_d);
-  const Params p{f.B, f.T, f.H, f.K, f.V, f.iters, f.scale, f.a, f.lambda_value, f.omega0, f.fixed_lambda};
+  const Params p{f.B,     f.T,     f.H,           f.K,      f.V,          f.iters,
+                 f.scale, f.a,     f.lambda_value, f.omega0, f.fixed_lambda, f.cu_seqlens};
   const std::size_t smem =
       (static_cast<std::size_t>(f.K) * (2 * f.K + f.V) + 15 * f.K + 2 * f.V + kWarps + 4) * sizeof(float);
   const E* k = static_cast<const E*>(f.k);
@@ -437,6 +445,7 @@ void launch(const GkaBackwardArgs& a) {
     TTR_CUDA_CHECK_LAUNCH("gka backward_kernel");
     // dq, dk to the dtype (the L2 norm's chain rule first, when the kernel normalised q and k).
     const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
+    if (blocks > 0)  // none when every sequence of a varlen batch is empty
     gka_finish<E><<<blocks, 256, 0, stream>>>(rows, f.K, work.dq, work.dk, static_cast<const E*>(a.q_raw),
                                               static_cast<const E*>(a.k_raw), a.l2_eps, static_cast<E*>(a.dq),
                                               static_cast<E*>(a.dk));

@@ -42,145 +42,23 @@
 #include "gpu/core/check.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/kla_kalman/mobius.cuh"
+#include "gpu/kla_kalman/scan_stages.cuh"
 
 namespace ttr::gpu {
 namespace {
 
 using kla::Affine;
+using kla::kChunk;
 using kla::lift;
+using kla::load_slot;
 using kla::mul_add;
 using kla::Mobius;
 using kla::out;
-
-constexpr int kChunk = 64;  // tokens per chunk
-constexpr int kSlots = 256; // slots per block (stages 1–4)
-
-struct Shape {
-  int B, T, H, N, D, chunks;
-  __device__ std::int64_t row(int b, int t, int h) const { return (static_cast<std::int64_t>(b) * T + t) * H + h; }
-  // (b·H + h, chunk, n, d) in the workspaces, chunk-major per head.
-  __device__ std::int64_t ws(int bh, int c, int n, int d) const {
-    return ((static_cast<std::int64_t>(bh) * chunks + c) * N + n) * D + d;
-  }
-};
-
-// Per-slot inputs a thread reads once per slot.
-template <class Num>
-struct Slot {
-  Num a, a2, p, lam0, eta0;
-};
-
-template <class Num>
-__device__ inline Slot<Num> load_slot(const Shape& s, const float* a_bar, const float* p_bar, const float* lambda_init,
-                                 const float* eta_init, float lambda0, int bh, int n, int d) {
-  const int h = bh % s.H;
-  const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
-  const std::int64_t bs = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
-  Slot<Num> x;
-  x.a = lift<Num>(a_bar[hs]);
-  x.a2 = x.a * x.a;
-  x.p = lift<Num>(p_bar[hs]);
-  x.lam0 = lift<Num>(lambda_init ? lambda_init[bs] : lambda0);
-  x.eta0 = lift<Num>(eta_init ? eta_init[bs] : 0.0f);
-  return x;
-}
-
-template <class E, class Num>
-__global__ void __launch_bounds__(kSlots) mobius_aggregates(Shape s, const E* __restrict__ k,
-                                                            const float* __restrict__ lv,
-                                                            const float* __restrict__ a_bar,
-                                                            const float* __restrict__ p_bar,
-                                                            Mobius<Num>* __restrict__ agg) {
-  const int c = blockIdx.x, bh = blockIdx.y, slot = blockIdx.z * kSlots + threadIdx.x;
-  if (slot >= s.N * s.D) return;
-  const int n = slot / s.D, d = slot % s.D;
-  const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
-  const std::int64_t hs = (static_cast<std::int64_t>(h) * s.N + n) * s.D + d;
-  const Num a = lift<Num>(a_bar[hs]), a2 = a * a, p = lift<Num>(p_bar[hs]);
-  Mobius<Num> local{};
-  for (int t = t0; t < t1; ++t) {
-    const std::int64_t r = s.row(b, t, h);
-    const Mobius<Num> m =
-        kla::step_matrix(lift<Num>(Elem<E>::to_float(k[r * s.N + n])), lift<Num>(lv[r * s.D + d]), a2, p);
-    local = t == t0 ? m : kla::compose(local, m);
-  }
-  agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
-}
-
-// Aggregates → exclusive carries, in place: x[c] ← x[0] ⊕ … ⊕ x[c−1] (x[0] ← identity,
-// never read), each composition narrowed as it is stored.
-template <class E, class X>
-__global__ void __launch_bounds__(kSlots) carries(Shape s, X* __restrict__ x) {
-  const int bh = blockIdx.x;
-  const int slot = blockIdx.y * kSlots + threadIdx.x;
-  if (slot >= s.N * s.D) return;
-  const int n = slot / s.D, d = slot % s.D;
-  X running = x[s.ws(bh, 0, n, d)];
-  for (int c = 1; c < s.chunks; ++c) {
-    const std::int64_t i = s.ws(bh, c, n, d);
-    const X own = x[i];
-    x[i] = running;
-    if (c + 1 < s.chunks) running = kla::stored<E>(kla::compose(running, own));
-  }
-}
-
-// Stages 3 and 5 share the walk over one chunk of one slot: Λ_t from the carried
-// Möbius prefix (Cor. 1.1), the affine prefix of the mean track inside the chunk
-// and, with a carried affine prefix, η_t = A_{1:t} η_0 + b_{1:t} (Cor. 2.1).
-template <class Num>
-struct SlotWalk {
-  Slot<Num> x;
-  Mobius<Num> carry_m;    // the carry-ins (unused in chunk 0, where they are the identity)
-  Affine<Num> carry_a;
-  bool carried_m, carried_a;
-  Num lam_prev;           // Λ_{t−1}
-  Mobius<Num> local{};    // M_t ⋯ M_{t0}
-  Affine<Num> mean{};     // the chunk's affine prefix
-
-  __device__ SlotWalk(const Slot<Num>& s, const Mobius<Num>* cm, const Affine<Num>* ca)
-      : x(s), carry_m(cm ? *cm : Mobius<Num>{}), carry_a(ca ? *ca : Affine<Num>{}), carried_m(cm), carried_a(ca) {
-    lam_prev = carried_m ? kla::apply(carry_m, x.lam0) : x.lam0;
-  }
-  // Token t (first: t is the chunk's first token); returns Λ_t, sets eta (with carry_a).
-  __device__ Num step(bool first, Num kn, Num lvd, Num vd, Num& eta) {
-    const Mobius<Num> m = kla::step_matrix(kn, lvd, x.a2, x.p);
-    local = first ? m : kla::compose(local, m);
-    const Num lam = kla::apply(carried_m ? kla::compose(carry_m, local) : local, x.lam0);  // P_t(Λ_0)
-    // eq. (19): f_t = ā/(ā² + p̄Λ_{t−1}), b_t = k_n (λv_d v_d)
-    const Affine<Num> st{x.a / mul_add(x.p, lam_prev, x.a2), kn * (lvd * vd)};
-    mean = first ? st : kla::compose(mean, st);
-    const Affine<Num> full = carried_a ? kla::compose(carry_a, mean) : mean;
-    eta = mul_add(full.A, x.eta0, full.B);
-    lam_prev = lam;
-    return lam;
-  }
-};
-
-template <class E, class Num>
-__global__ void __launch_bounds__(kSlots) affine_aggregates(Shape s, const E* __restrict__ k,
-                                                            const E* __restrict__ v, const float* __restrict__ lv,
-                                                            const float* __restrict__ a_bar,
-                                                            const float* __restrict__ p_bar,
-                                                            const float* __restrict__ lambda_init,
-                                                            const float* __restrict__ eta_init, float lambda0,
-                                                            const Mobius<Num>* __restrict__ carry_m,
-                                                            Affine<Num>* __restrict__ agg) {
-  const int c = blockIdx.x, bh = blockIdx.y, slot = blockIdx.z * kSlots + threadIdx.x;
-  if (slot >= s.N * s.D) return;
-  const int n = slot / s.D, d = slot % s.D;
-  const int b = bh / s.H, h = bh % s.H, t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
-  const Mobius<Num> cm = carry_m[s.ws(bh, c, n, d)];
-  SlotWalk<Num> w(load_slot<Num>(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d), c > 0 ? &cm : nullptr,
-                  nullptr);
-  for (int t = t0; t < t1; ++t) {
-    const std::int64_t r = s.row(b, t, h);
-    Num eta;
-    (void)w.step(t == t0, lift<Num>(Elem<E>::to_float(k[r * s.N + n])), lift<Num>(lv[r * s.D + d]),
-                 lift<Num>(Elem<E>::to_float(v[r * s.D + d])), eta);
-  }
-  const Affine<Num> local = w.mean;
-  agg[s.ws(bh, c, n, d)] = kla::stored<E>(local);
-}
+using kla::Shape;
+using kla::shape_of;
+using kla::Slot;
+using kla::SlotWalk;
+using kla::tiles;
 
 // Stage 5: a thread per slot (n, d) of a block of N × cols slots (cols = the
 // value columns of the block); every kSub tokens the slots' terms q_n μ and
@@ -203,10 +81,17 @@ __global__ void __launch_bounds__(kOutThreads) outputs(Shape s, int cols, const 
   // terms[i][t][n][j]: i = 0 q_n μ, i = 1 q_n²/Λ; column j of the block.
   extern __shared__ float terms[];
   const int slots = s.N * cols;
-  const int c = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
-  const int t0 = c * kChunk, t1 = min(s.T, t0 + kChunk);
+  const int c = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H, len = s.len(b);
+  const int t0 = c * kChunk, t1 = min(len, t0 + kChunk);
   const int n = threadIdx.x / cols, j = threadIdx.x % cols, d = blockIdx.z * cols + j;
   const bool mine = threadIdx.x < slots && d < s.D;  // the others only share the barriers
+  if (len == 0 && c == 0 && mine) {  // an empty sequence (varlen): the final states are the initial ones
+    const Slot<Num> x0 = load_slot<Num>(s, a_bar, p_bar, lambda_init, eta_init, lambda0, bh, n, d);
+    const std::int64_t f = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
+    lambda_T[f] = out(x0.lam0);
+    eta_T[f] = out(x0.eta0);
+  }
+  if (t0 >= t1) return;  // past this sequence's end (varlen), for the whole block
   Mobius<Num> cm{};
   Affine<Num> ca{};
   Slot<Num> x{};
@@ -233,7 +118,7 @@ __global__ void __launch_bounds__(kOutThreads) outputs(Shape s, int cols, const 
         // (below its range: gradual underflow, the faithful tiny value).
         term(0, t - u0, n, j) = qn * out(eta / lam);
         term(1, t - u0, n, j) = out(qs * qs / lam);
-        if (t == s.T - 1) {  // ±inf exactly where the true final state is beyond fp32
+        if (t == len - 1) {  // ±inf exactly where the true final state is beyond fp32
           const std::int64_t f = (static_cast<std::int64_t>(bh) * s.N + n) * s.D + d;
           lambda_T[f] = out(lam);
           eta_T[f] = out(eta);
@@ -286,7 +171,7 @@ __global__ void __launch_bounds__(kRecCols) recurrent(Shape s, const E* __restri
     Eta[n * kRecCols + j] = x.eta0;
   }
   using kla::lift;
-  for (int t = 0; t < s.T; ++t) {
+  for (int t = 0; t < s.len(b); ++t) {
     const std::int64_t r = s.row(b, t, h);
     const kla::Sf lvd = lift<kla::Sf>(lv[r * s.D + d]);
     const kla::Sf ev = lvd * lift<kla::Sf>(Elem<E>::to_float(v[r * s.D + d]));
@@ -314,8 +199,6 @@ __global__ void __launch_bounds__(kRecCols) recurrent(Shape s, const E* __restri
   }
 }
 
-Shape shape_of(const KlaArgs& a) { return {a.B, a.T, a.H, a.N, a.D, (a.T + kChunk - 1) / kChunk}; }
-unsigned tiles(int n, int per) { return static_cast<unsigned>((n + per - 1) / per); }
 
 template <class E, class Num>
 void chunk_forward(const KlaArgs& a) {
@@ -334,18 +217,8 @@ void chunk_forward(const KlaArgs& a) {
   const int cols = std::max(1, std::min(a.D, kOutThreads / a.N));
   const dim3 out_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.D, cols));
   const std::size_t out_shmem = 2u * kSub * a.N * cols * sizeof(float);
-  const dim3 slot_grid(static_cast<unsigned>(s.chunks), static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
-  const dim3 carry_grid(static_cast<unsigned>(a.B * a.H), tiles(a.N * a.D, kSlots));
   try {
-    mobius_aggregates<E, Num><<<slot_grid, kSlots, 0, stream>>>(s, k, a.lambda_v, a.a_bar, a.p_bar, wm);
-    TTR_CUDA_CHECK_LAUNCH("kla mobius_aggregates");
-    carries<E, Mobius<Num>><<<carry_grid, kSlots, 0, stream>>>(s, wm);
-    TTR_CUDA_CHECK_LAUNCH("kla carries<Mobius>");
-    affine_aggregates<E, Num><<<slot_grid, kSlots, 0, stream>>>(s, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init,
-                                                          a.eta_init, a.lambda0, wm, wa);
-    TTR_CUDA_CHECK_LAUNCH("kla affine_aggregates");
-    carries<E, Affine<Num>><<<carry_grid, kSlots, 0, stream>>>(s, wa);
-    TTR_CUDA_CHECK_LAUNCH("kla carries<Affine>");
+    kla::forward_carries<E, Num>(a, s, wm, wa, stream);
     outputs<E, Num><<<out_grid, kOutThreads, out_shmem, stream>>>(
         s, cols, q, k, v, a.lambda_v, a.a_bar, a.p_bar, a.lambda_init, a.eta_init, a.lambda0, a.scale, wm, wa,
         static_cast<E*>(a.o), static_cast<E*>(a.o_var), a.lambda_T, a.eta_T);

@@ -35,44 +35,12 @@
 
 #include "gate/judge.hpp"
 #include "oracles/registry.hpp"
+#include "tests/support/kla_finding.hpp"
 #include "tests/support/mp_compare.hpp"
 #include "tests/support/vectors_fixture.hpp"
 
 namespace ttr::test {
 namespace {
-
-// Values on a coarse dyadic grid (exact in bf16, so every tier reads the same
-// inputs): q, k, v, cotangents in ±[1/8, 13/8], λv in [1/2, 2].
-double grid(std::size_t n, double phase, double lo, double hi, bool signed_) {
-  const double u = 0.5 * (1.0 + std::sin(phase + 1.7 * static_cast<double>(n)));
-  double x = std::round((lo + (hi - lo) * u) * 8.0) / 8.0;
-  if (signed_ && (n * 7 + static_cast<std::size_t>(phase * 3)) % 3 == 0) x = -x;
-  return x;
-}
-
-TensorMap<double> kla_case(std::int64_t T, double a_bar, double p_bar, double final_cotangent) {
-  const std::int64_t B = 1, H = 2, N = 3, D = 2;
-  TensorMap<double> in;
-  const auto fill = [&](const char* name, Shape shape, double phase, double lo, double hi, bool signed_) {
-    Tensor<double>& x = in[name] = Tensor<double>(shape, 0.0);
-    for (std::size_t n = 0; n < x.data.size(); ++n) x.data[n] = grid(n, phase, lo, hi, signed_);
-  };
-  fill("q", {B, T, H, N}, 0.1, 0.125, 1.625, true);
-  fill("k", {B, T, H, N}, 0.7, 0.125, 1.625, true);
-  fill("v", {B, T, H, D}, 1.3, 0.125, 1.625, true);
-  fill("lambda_v", {B, T, H, D}, 2.1, 0.5, 2.0, false);
-  in["a_bar"] = Tensor<double>({H, N, D}, a_bar);
-  in["p_bar"] = Tensor<double>({H, N, D}, p_bar);
-  fill("lambda_init", {B, H, N, D}, 2.9, 0.5, 2.0, false);
-  fill("eta_init", {B, H, N, D}, 3.7, 0.125, 1.625, true);
-  fill("do", {B, T, H, D}, 4.3, 0.125, 1.625, true);
-  fill("do_var", {B, T, H, D}, 5.1, 0.125, 1.625, true);
-  fill("dlambda_T", {B, H, N, D}, 5.9, 0.125, 1.625, true);
-  fill("deta_T", {B, H, N, D}, 6.7, 0.125, 1.625, true);
-  for (const char* name : {"dlambda_T", "deta_T"})
-    for (double& x : in[name].data) x *= final_cotangent;
-  return in;
-}
 
 TEST(KlaScanBackward, EqualsTheAdjointBeyondFloat64RangeInMpfr256) {
   const std::string layer = "kla_kalman";
@@ -85,7 +53,7 @@ TEST(KlaScanBackward, EqualsTheAdjointBeyondFloat64RangeInMpfr256) {
   };
   for (const Regime& r : {Regime{"no noise, a = 2^-40", std::ldexp(1.0, -40), 0.0},
                           Regime{"saturating, a = 2^-40, p = 2^-1000", std::ldexp(1.0, -40), std::ldexp(1.0, -1000)}}) {
-    const TensorMap<double> in = kla_case(T, r.a_bar, r.p_bar, 1.0);
+    const TensorMap<double> in = kla_backward_case(T, r.a_bar, r.p_bar, 1.0);
     const TensorMap<mp> want = mpfr_form(layer, "sequential", in, cfg, 256, 64, Direction::backward);
     ASSERT_EQ(want.size(), 8u);  // dq, dk, dv, dlambda_v, da_bar, dp_bar, dlambda_init, deta_init
     // The regime is what it claims: some gradient beyond float64's range.
@@ -114,7 +82,7 @@ TEST(KlaScanBackward, EqualsTheAdjointBeyondFloat64RangeInMpfr256) {
 TEST(KlaScanBackward, ScaledBackwardIsFiniteWhereAPlainFp32AdjointOverflows) {
   const LayerEntry& e = find_layer("kla_kalman");
   const Config cfg = Config::make(e.spec, {{"scale", "0.5"}});
-  const TensorMap<double> in = kla_case(7, std::ldexp(1.0, -8), 0.0, 0.0625);
+  const TensorMap<double> in = kla_backward_case(7, std::ldexp(1.0, -8), 0.0, 0.0625);
   Judge judge(e, in, cfg, Arith{Tier::mpfr, 256}, Direction::backward);
   const TensorMap<double>& oracle = judge.oracle();
   // The exact gradients: every one but dp̄ an ordinary fp32 number; dp̄ beyond fp32.

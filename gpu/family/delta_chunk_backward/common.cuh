@@ -66,11 +66,13 @@ struct Args {
   Mutant mutant;  // a catalogued bug (gpu/core/mutant.cuh), Mutant::none normally
 };
 
-// The last chunk when it is partial and the backward-last-partial-chunk-dropped
-// mutant is on: a floor(T/64) grid, whose stages leave it out (gradients 0).
+// The last chunk of sequence b when it is partial and the
+// backward-last-partial-chunk-dropped mutant is on: a floor(T/64) grid, whose
+// stages leave it out (gradients 0).
 template <class E>
-__device__ inline bool chunk_dropped(const Args<E>& a, int n) {
-  return mutated(a.mutant, Mutant::backward_last_partial_chunk_dropped) && a.s.T % kChunk != 0 && n == a.s.NT - 1;
+__device__ inline bool chunk_dropped(const Args<E>& a, int b, int n) {
+  return mutated(a.mutant, Mutant::backward_last_partial_chunk_dropped) && a.s.len(b) % kChunk != 0 &&
+         n == a.s.chunks(b) - 1;
 }
 
 // ---------------------------------------------------------------- elements

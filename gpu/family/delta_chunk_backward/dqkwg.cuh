@@ -58,7 +58,9 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
   const Shape& s = a.s;
   const int kbi = blockIdx.x, kb0 = kbi * KB, kw = min(KB, s.K - kb0);
   const int n = blockIdx.y, bh = blockIdx.z, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0), K = s.K, V = s.V, ldv = padded_ld<E>(V);
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0), K = s.K, V = s.V, ldv = padded_ld<E>(V);
   const Lane L = lane_of();
   const int m0 = 16 * (L.warp % 4), half = L.warp / 4, strip = L.warp % 4;
   SmemArena arena{smem};
@@ -80,9 +82,9 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
   float* colpk = nullptr;
   if constexpr (D == Decay::per_key) dbt = arena.take<float>(kChunk, KB), colpk = arena.take<float>(4, KB);
 
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0;
-  if (chunk_dropped(a, n)) {  // mutant: outside the floor(T/64) grid, dq stays 0
+  if (chunk_dropped(a, b, n)) {  // mutant: outside the floor(T/64) grid, dq stays 0
     for (int e = threadIdx.x; e < c * kw; e += blockDim.x)
       a.out.dq[(row0 + (e / kw) * static_cast<std::int64_t>(s.H)) * K + kb0 + e % kw] = 0.0f;
     return;

@@ -21,13 +21,15 @@ __global__ void __launch_bounds__(kThreads) prep(Args<E> a, Work w) {
   extern __shared__ __align__(128) unsigned char smem[];
   const Shape& s = a.s;
   const int n = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0), K = s.K, Kg = s.Kg, ldk = padded_ld<E>(K);
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0), K = s.K, Kg = s.Kg, ldk = padded_ld<E>(K);
   const Lane L = lane_of();
   SmemArena arena{smem};
   E* qt = arena.take<E>(kChunk, K);
   E* kt = arena.take<E>(kChunk, K);
   float* bg = arena.take<float>(1, kChunk * Kg);  // flat [t][col]
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0;
   load_rows_async(qt, ldk, a.q + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   load_rows_async(kt, ldk, a.k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);

@@ -60,9 +60,10 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
   const E* QDg = static_cast<const E*>(w.QD) + wbase * K;
   const E* Mg = static_cast<const E*>(w.M) + wbase * kChunk;
   const float* Gg = w.fwd.G + wbase * s.Kg;
+  const int len = s.len(b), NT = s.chunks(b);  // this sequence's chunks (varlen)
   auto prefetch = [&](int n) {
-    const int t0 = n * kChunk, c = min(kChunk, s.T - t0), buf = n & (stages - 1);
-    const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n & (stages - 1);
+    const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
     load_rows_async(at(Wb0, buf), ldk, Wg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
     load_rows_async(at(WDb0, buf), ldk, WDg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
     load_rows_async(at(QDb0, buf), ldk, QDg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
@@ -103,7 +104,7 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
 
   // mutant backward-last-partial-chunk-dropped: the pass starts at chunk ⌊T/64⌋ − 1,
   // dht entering it undecayed (the stages after leave the dropped chunk's rows 0).
-  const int first = chunk_dropped(a, s.NT - 1) ? s.NT - 2 : s.NT - 1;
+  const int first = chunk_dropped(a, b, NT - 1) ? NT - 2 : NT - 1;
   // mutant dv-state-gradient-late: dΔ's state term reads the following chunk's dH
   // (zero for the last chunk), re-read from global where this lane stored it.
   const bool dv_late = mutated(a.mutant, Mutant::dv_state_gradient_late);
@@ -142,8 +143,8 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
         st_pair(dHn + static_cast<std::int64_t>(r1) * V + col, dS[u][j][2], dS[u][j][3]);
         if (dv_late) {
           const E* later = dHn + static_cast<std::int64_t>(K) * V;  // chunk n + 1's, stored by this lane
-          const float2 x0 = n + 1 < s.NT ? ld_pair(later + static_cast<std::int64_t>(r0) * V + col) : float2{};
-          const float2 x1 = n + 1 < s.NT ? ld_pair(later + static_cast<std::int64_t>(r1) * V + col) : float2{};
+          const float2 x0 = n + 1 < NT ? ld_pair(later + static_cast<std::int64_t>(r0) * V + col) : float2{};
+          const float2 x1 = n + 1 < NT ? ld_pair(later + static_cast<std::int64_t>(r1) * V + col) : float2{};
           st_pair(dse + r0 * ldb + col, x0.x, x0.y);
           st_pair(dse + r1 * ldb + col, x1.x, x1.y);
         } else {

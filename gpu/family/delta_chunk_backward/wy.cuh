@@ -46,7 +46,9 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   constexpr int ldc = padded_ld<E>(kChunk), ldp = padded_ld<float>(kChunk);
   const Shape& s = a.s;
   const int n = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
-  const int t0 = n * kChunk, c = min(kChunk, s.T - t0), K = s.K, V = s.V;
+  const int t0 = n * kChunk, len = s.len(b);
+  if (t0 >= len) return;  // past this sequence's end (varlen)
+  const int c = min(kChunk, len - t0), K = s.K, V = s.V;
   const int ldk = padded_ld<E>(K), ldv = padded_ld<E>(V), ldf = padded_ld<float>(K);
   const Lane L = lane_of();
   const int m0 = 16 * (L.warp % 4), half = L.warp / 4, strip = L.warp % 4;
@@ -68,9 +70,9 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   E* bvt = reinterpret_cast<E*>(region + tile_bytes<E>(kChunk, V));
   E* dWyt = reinterpret_cast<E*>(region + 2 * tile_bytes<E>(kChunk, V));
 
-  const std::int64_t row0 = (static_cast<std::int64_t>(b) * s.T + t0) * s.H + h;
+  const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0, rs = s.H;
-  if (chunk_dropped(a, n)) {  // mutant: outside the floor(T/64) grid, the gradients stay 0
+  if (chunk_dropped(a, b, n)) {  // mutant: outside the floor(T/64) grid, the gradients stay 0
     for (int e = threadIdx.x; e < c * V; e += blockDim.x) a.dv[(row0 + (e / V) * rs) * V + e % V] = Elem<E>::from_float(0.0f);
     for (int e = threadIdx.x; e < c * K; e += blockDim.x) a.out.dk[(row0 + (e / K) * rs) * K + e % K] = 0.0f;
     for (int e = threadIdx.x; e < c * s.Kg; e += blockDim.x) a.out.dg[(row0 + (e / s.Kg) * rs) * s.Kg + e % s.Kg] = 0.0f;
