@@ -370,6 +370,10 @@ __global__ void __launch_bounds__(kThreads, 1) backward_kernel(Params p, const E
       __syncthreads();  // before the next token's loads and reads of dH, dS
     }
   }
+  // dhkk0 reads dH transposed, another thread's elements: after a barrier (with
+  // an empty varlen sequence no token's barrier separates it from dH's initial
+  // writes; compute-sanitizer racecheck found that, 2026-12-03).
+  __syncthreads();
   if (dh0)
     for (int e = threadIdx.x; e < K * V; e += kThreads) dh0[sbase + e] = dS[e];
   if (dhkk0)
