@@ -111,10 +111,13 @@ std::vector<DomainViolation> domain_violations(const LayerDomain& d, const Domai
 namespace domains {
 // linear_attn, simple_gla, gla (decay read from the spec's `g`: none, scalar, per key).
 LayerDomain gated_linear(const LayerSpec& s);
-// delta_rule, gated_delta_rule, kda, kaczmarz_delta_rule: the write step is β_t,
+// delta_rule, gated_delta_rule, kda, kaczmarz_delta_rule, precond_*: the write step is β_t,
 // or β_t/(‖k_t‖² + eps) (key_energy_step, with the config key `eps`).
 struct DeltaStep {
   bool key_energy_step = false;
+  // precond_*: the write key is B_t ⊙ k (PDN eq. (9)), the preconditioner's
+  // inputs g_atk, beta_atk, initial_A_state, log_atk_scale and config x, eps.
+  bool preconditioned = false;
 };
 LayerDomain delta(const LayerSpec& s, DeltaStep step);
 // A layer whose family has no derivation for it yet: one gap over every form and
