@@ -304,7 +304,8 @@ using namespace domain_probe;
 TEST(Domain, GeneratedCasesAtTheDomainEdgeStayInRange) {
   int checked = 0, outside = 0;
   for (const char* name : {"linear_attn", "simple_gla", "gla", "delta_rule", "gated_delta_rule", "kda",
-                           "kaczmarz_delta_rule", "precond_gated_delta_rule", "precond_kda"}) {
+                           "kaczmarz_delta_rule", "precond_gated_delta_rule", "precond_kda", "pdn_exact", "kalman_filter",
+                           "kla_kalman"}) {
     const LayerEntry& e = find_layer(name);
     const LayerDomain& dom = *layer_domain(name);
     const int checked_before = checked, outside_before = outside;
