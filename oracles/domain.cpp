@@ -30,10 +30,11 @@ constexpr double kMaxFp16 = 65504.0;                 // (2 − 2^−10)·2^15
 
 // The format the form computes in under the dtype's policy: the chunk and scan
 // forms compute in fp32 whatever the 16-bit storage (Mixed16Policy); the
-// sequential form in the dtype itself (every operation rounded to it).
+// sequential forms (sequential, sequential_dg_sum) in the dtype itself (every
+// operation rounded to it).
 Tier compute_tier(const DomainContext& c) {
   if (c.dtype == Tier::fp64) return Tier::fp64;
-  return c.form == Form::sequential ? c.dtype : Tier::fp32;
+  return one_token_at_a_time(c.form) ? c.dtype : Tier::fp32;
 }
 
 double max_of(Tier t) {
@@ -126,16 +127,16 @@ double round_to(Tier t, double x) {
 }
 
 // The inputs as the form receives them (docs/arithmetic-policies.md): the chunk
-// and scan forms narrow q, k, v, β (and the cotangents do, dht) to the dtype and
-// take the rest in fp32; the sequential form takes every input in the dtype. The
+// and scan forms narrow q, k, v, β (and the cotangents do, dht; KLA-K's do_var) to
+// the dtype and take the rest in fp32; the sequential forms take every input in the dtype. The
 // exact intermediates are those of these values, so the bounds are evaluated on
 // them (an input beyond the format becomes ±inf and violates `inputs`).
 TensorMap<double> as_received(const TensorMap<double>& in, const DomainContext& c) {
   TensorMap<double> out = in;
   for (auto& [name, t] : out) {
     if (name == kCuSeqlens) continue;
-    const bool narrowed = c.form == Form::sequential || name == "q" || name == "k" || name == "v" ||
-                          name == "beta" || name == "do" || name == "dht";
+    const bool narrowed = one_token_at_a_time(c.form) || name == "q" || name == "k" || name == "v" ||
+                          name == "beta" || name == "do" || name == "dht" || name == "do_var";
     const Tier to = c.dtype == Tier::fp64 ? Tier::fp64 : narrowed ? c.dtype : Tier::fp32;
     for (double& x : t.data) x = round_to(to, x);
   }
@@ -143,6 +144,10 @@ TensorMap<double> as_received(const TensorMap<double>& in, const DomainContext& 
 }
 
 }  // namespace
+
+double received_number(double x, const DomainContext& c) {
+  return round_to(c.dtype == Tier::fp64 ? Tier::fp64 : one_token_at_a_time(c.form) ? c.dtype : Tier::fp32, x);
+}
 
 std::vector<DomainViolation> domain_violations(const LayerDomain& d, const DomainInputs& raw, const DomainContext& c) {
   std::vector<DomainViolation> out;

@@ -90,6 +90,10 @@ struct DomainViolation {
 double domain_limit(Held held, const DomainContext& c);
 std::string domain_format(Held held, const DomainContext& c);
 
+// A config number (λ, lambda0, scale) as the form receives it: rounded to the
+// dtype by the sequential forms (every value in the dtype), to fp32 by the others.
+double received_number(double x, const DomainContext& c);
+
 // The forms and directions a condition applies to, for listings: "all forms" or
 // "chunk", "forward" ...
 std::string domain_forms_text(const DomainCondition& c);
@@ -111,12 +115,20 @@ std::vector<DomainViolation> domain_violations(const LayerDomain& d, const Domai
 namespace domains {
 // linear_attn, simple_gla, gla (decay read from the spec's `g`: none, scalar, per key).
 LayerDomain gated_linear(const LayerSpec& s);
-// delta_rule, gated_delta_rule, kda, kaczmarz_delta_rule: the write step is β_t,
+// delta_rule, gated_delta_rule, kda, kaczmarz_delta_rule, precond_*: the write step is β_t,
 // or β_t/(‖k_t‖² + eps) (key_energy_step, with the config key `eps`).
 struct DeltaStep {
   bool key_energy_step = false;
+  // precond_*: the write key is B_t ⊙ k (PDN eq. (9)), the preconditioner's
+  // inputs g_atk, beta_atk, initial_A_state, log_atk_scale and config x, eps.
+  bool preconditioned = false;
 };
 LayerDomain delta(const LayerSpec& s, DeltaStep step);
+// pdn_exact, kalman_filter (weights η read from the spec's optional `eta`):
+// the Sherman–Morrison recursion, sequential form.
+LayerDomain sherman_morrison(const LayerSpec& s);
+// kla_kalman: the sequential, unscaled and scaled scan forms.
+LayerDomain kla_kalman(const LayerSpec& s);
 // A layer whose family has no derivation for it yet: one gap over every form and
 // direction, saying why (`ttrcheck layers` prints it; `check` notes nothing).
 LayerDomain not_derived(const LayerSpec& s, std::string why);

@@ -83,7 +83,8 @@ LayerSpec spec_gka() {
 // The inputs its forms are guaranteed finite on (docs/domains.md).
 LayerDomain domain_gka(const LayerSpec& s) {
   return domains::not_derived(
-      s, "not derived yet: the Chebyshev/CG iterates and ‖H_t‖_F, λ_t are not bounded");
+      s, "not derived: the solve's intermediates scale with 1/λ_t, and no lower bound on ‖H_t‖_F (hence on the "
+         "adaptive λ_t) is derived, nor the Chebyshev/CG iterates, the exact solver's factors or the kappa diagnostic");
 }
 
 }  // namespace ttr::layers

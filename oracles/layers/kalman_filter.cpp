@@ -24,9 +24,6 @@ LayerSpec spec_kalman_filter() {
 }
 
 // The inputs its forms are guaranteed finite on (docs/domains.md).
-LayerDomain domain_kalman_filter(const LayerSpec& s) {
-  return domains::not_derived(
-      s, "not derived yet: the Sherman–Morrison denominators and P_t are not bounded");
-}
+LayerDomain domain_kalman_filter(const LayerSpec& s) { return domains::sherman_morrison(s); }
 
 }  // namespace ttr::layers

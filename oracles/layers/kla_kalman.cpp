@@ -40,10 +40,6 @@ LayerSpec spec_kla_kalman() {
 }
 
 // The inputs its forms are guaranteed finite on (docs/domains.md).
-LayerDomain domain_kla_kalman(const LayerSpec& s) {
-  return domains::not_derived(
-      s, "not derived yet (docs/kla-scaled.md argues that the scaled chunk and scan forms cannot overflow; the "
-         "sequential and unscaled forms' bound on Λ_t is not written as a domain)");
-}
+LayerDomain domain_kla_kalman(const LayerSpec& s) { return domains::kla_kalman(s); }
 
 }  // namespace ttr::layers

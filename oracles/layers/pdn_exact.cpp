@@ -22,9 +22,6 @@ LayerSpec spec_pdn_exact() {
 }
 
 // The inputs its forms are guaranteed finite on (docs/domains.md).
-LayerDomain domain_pdn_exact(const LayerSpec& s) {
-  return domains::not_derived(
-      s, "not derived yet: the Sherman–Morrison denominators and P_t are not bounded");
-}
+LayerDomain domain_pdn_exact(const LayerSpec& s) { return domains::sherman_morrison(s); }
 
 }  // namespace ttr::layers

@@ -23,10 +23,6 @@ LayerSpec spec_precond_kda() {
 }
 
 // The inputs its forms are guaranteed finite on (docs/domains.md).
-LayerDomain domain_precond_kda(const LayerSpec& s) {
-  return domains::not_derived(
-      s, "not derived yet: the write key k̃ = B_t ⊙ k differs from the read key, so I − β k k̃ᵀ is not symmetric and "
-         "the delta family's norm bound ρ_t does not apply; the preconditioner's A_t recursion is not bounded");
-}
+LayerDomain domain_precond_kda(const LayerSpec& s) { return domains::delta(s, {.preconditioned = true}); }
 
 }  // namespace ttr::layers

@@ -32,21 +32,12 @@
 #include "oracles/domain.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
+#include "tests/domain/domain_probe.hpp"
 
 namespace ttr::test {
 namespace {
 
-constexpr std::int64_t kT = 16, kK = 4, kV = 4;
-constexpr int kChunk = 8;
-
-// Grid of amplitudes exact in bf16 and fp16: (1 + m/8)·2^e, increasing with n.
-double amplitude(int n) {
-  const int e = n >= 0 ? n / 8 : -((-n + 7) / 8);
-  const int m = n - 8 * e;
-  return std::ldexp(1.0 + m / 8.0, e);
-}
-
-Tensor<double> tensor(Shape s, double fill) { return Tensor<double>(std::move(s), fill); }
+using namespace domain_probe;
 
 // Gated linear worst case (docs/domains.md): scale = 1, q = 1, k = v = a, g = 0,
 // (backward) do = a: Ŝ = T a² is the last state's every entry, the output
@@ -64,106 +55,24 @@ TensorMap<double> gated_linear_worst(const LayerSpec& s, Direction d, double a) 
 // Delta worst case: scale = 1, q = k = (1, 1, 0, 0) (‖k‖² = 2), β‖k‖² = 2 (β = 1,
 // or Kaczmarz's β̃ = 2/(2 + eps)), v_t = (−1)^t a e₁, g = 0: the write is a
 // reflection and the state grows linearly, ‖S_t‖_F = √2 t a = B_t exactly.
-TensorMap<double> delta_worst(const LayerSpec& s, Direction d, double a) {
+TensorMap<double> delta_worst(const LayerSpec& s, Direction d, double a, std::int64_t T = kT) {
   TensorMap<double> in;
-  in["q"] = tensor({1, kT, 1, kK}, 0.0);
-  in["k"] = tensor({1, kT, 1, kK}, 0.0);
-  in["v"] = tensor({1, kT, 1, kV}, 0.0);
-  for (std::int64_t t = 0; t < kT; ++t) {
+  in["q"] = tensor({1, T, 1, kK}, 0.0);
+  in["k"] = tensor({1, T, 1, kK}, 0.0);
+  in["v"] = tensor({1, T, 1, kV}, 0.0);
+  for (std::int64_t t = 0; t < T; ++t) {
     for (std::int64_t i = 0; i < 2; ++i) in["q"].data[t * kK + i] = in["k"].data[t * kK + i] = 1.0;
     in["v"].data[t * kV] = (t % 2 == 0 ? -a : a);
   }
-  in["beta"] = tensor({1, kT, 1}, s.input("beta")->range.hi);  // 1, or Kaczmarz's relaxation 2
-  if (const TensorSpec* g = s.input("g")) in["g"] = tensor(g->dims.size() == 3 ? Shape{1, kT, 1} : Shape{1, kT, 1, kK}, 0.0);
+  in["beta"] = tensor({1, T, 1}, s.input("beta")->range.hi);  // 1, or Kaczmarz's relaxation 2
+  if (const TensorSpec* g = s.input("g")) in["g"] = tensor(g->dims.size() == 3 ? Shape{1, T, 1} : Shape{1, T, 1, kK}, 0.0);
   // Backward: do_t = (−1)^t a e₁ alternates like v, so the adjoint, reflected by the
   // same writes, grows linearly too.
   if (d == Direction::backward) {
-    in["do"] = tensor({1, kT, 1, kV}, 0.0);
-    for (std::int64_t t = 0; t < kT; ++t) in["do"].data[t * kV] = (t % 2 == 0 ? -a : a);
+    in["do"] = tensor({1, T, 1, kV}, 0.0);
+    for (std::int64_t t = 0; t < T; ++t) in["do"].data[t * kV] = (t % 2 == 0 ? -a : a);
   }
   return in;
-}
-
-using Builder = std::function<TensorMap<double>(const LayerSpec&, Direction, double)>;
-
-struct Probe {
-  const LayerEntry& e;
-  Direction dir;
-  Form form;
-  Tier dtype;
-  Builder build;
-  Config cfg = Config::make(e.spec, {{"scale", "1"}});
-  const LayerDomain& dom = *layer_domain(e.spec.name);
-
-  TensorMap<double> at(int n) const { return build(e.spec, dir, amplitude(n)); }
-  DomainContext ctx() const { return {form, dir, dtype, kChunk}; }
-  std::vector<DomainViolation> violations(int n) const {
-    const TensorMap<double> in = at(n);
-    const LayerSpec spec = direction_spec(e.spec, dir);
-    return domain_violations(dom, {spec, in, cfg}, ctx());
-  }
-  bool beyond(int n) const {
-    ModelSpec ms;
-    ms.form = form;
-    ms.dtype = dtype;
-    ms.direction = dir;
-    ms.chunk_size = kChunk;
-    return trace_range(e, at(n), cfg, ms).beyond;
-  }
-  bool finite(int n) const {
-    const LayerResult r = run_layer(e, form, {dtype, 0}, at(n), cfg, kChunk, dir);
-    for (const auto& [name, t] : r.values)
-      for (double x : t.data)
-        if (!std::isfinite(x)) return false;
-    return true;
-  }
-  std::string label() const {
-    return e.spec.name + "/" + form_name(form) + "/" + tier_name(dtype) + "/" + direction_name(dir);
-  }
-};
-
-// The largest n in [lo, hi] with pred(n) (pred monotone: true then false).
-int last_true(int lo, int hi, const std::function<bool(int)>& pred) {
-  while (lo < hi) {
-    const int mid = lo + (hi - lo + 1) / 2;
-    if (pred(mid)) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-// Walks one (layer, direction, form, dtype) over the amplitude grid: soundness
-// just inside the domain, then f* — the largest ratio bound/limit over the
-// conditions at the first amplitude where the exact trace finds a value beyond
-// its format (f* ≥ 1 is soundness again; f* is the domain's slack there). With
-// `tight`, the derivation's bound is attained at this worst case: f* ≤ 2, and
-// doubling the amplitude past that point makes the form's outputs non-finite.
-double walk(const Probe& p, bool tight) {
-  const int lo = -40, hi = 8 * 140;  // a from 2^-5 to 2^140
-  const int inside = last_true(lo, hi, [&](int n) { return p.violations(n).empty(); });
-  EXPECT_GT(inside, lo) << p.label() << ": the worst case is outside the domain at every amplitude";
-  EXPECT_LT(inside, hi) << p.label();
-  EXPECT_FALSE(p.beyond(inside)) << p.label() << ": an exact intermediate leaves the format inside the domain (a = "
-                                 << amplitude(inside) << ")";
-  EXPECT_TRUE(p.finite(inside)) << p.label() << ": a non-finite output just inside the domain (a = "
-                                << amplitude(inside) << ")";
-  const int first_beyond = last_true(inside, hi, [&](int n) { return !p.beyond(n); }) + 1;
-  EXPECT_LE(first_beyond, hi) << p.label() << ": no intermediate leaves the format at a = 2^140";
-  double f = 0.0;
-  std::string binding;
-  for (const DomainViolation& v : p.violations(first_beyond))
-    if (v.value / v.limit > f) {
-      f = v.value / v.limit;
-      binding = v.condition;
-    }
-  EXPECT_GE(f, 1.0) << p.label() << ": the trace leaves the format while every condition holds";
-  std::printf("domain %-44s inside a = %-9.4g first beyond a = %-9.4g f* = %-7.4g (%s)\n", p.label().c_str(),
-              amplitude(inside), amplitude(first_beyond), f, binding.c_str());
-  if (tight) {
-    EXPECT_LE(f, 2.0) << p.label() << ": the bound `" << binding << "` is not attained at its worst case";
-    EXPECT_FALSE(p.finite(first_beyond + 8)) << p.label() << ": finite outputs at twice the first amplitude beyond";
-  }
-  return f;
 }
 
 TEST(Domain, EveryDeclaredLayerHasOne) {
@@ -205,21 +114,64 @@ TEST(Domain, GatedLinearWorstCaseIsSoundAndTight) {
   }
 }
 
+// The preconditioned layers at the delta worst case: the preconditioner held at
+// B_t = 1 (A_t = A_0 = 1 with β_atk = g_atk = 0, and the centre c = log(1 + eps), so
+// r_t = 0 exactly in the trace), the L2 norm off so that β‖k‖² = 2: the write is
+// the same reflection (PDN eq. (9) with k̃ = k).
+TensorMap<double> precond_worst(const LayerSpec& s, Direction d, double a) {
+  TensorMap<double> in = delta_worst(s, d, a);
+  in["g_atk"] = tensor({1, kT, 1}, 0.0);
+  in["beta_atk"] = tensor({1, kT, 1}, 0.0);
+  in["initial_A_state"] = tensor({1, 1, kK}, 1.0);
+  in["log_atk_scale"] = tensor({1}, std::log(1.0 + 1e-6));
+  return in;
+}
+
 TEST(Domain, DeltaWorstCaseIsSoundAndTight) {
-  for (const char* name : {"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule"}) {
+  for (const char* name : {"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule", "precond_gated_delta_rule",
+                           "precond_kda"}) {
     const LayerEntry& e = find_layer(name);
+    const bool precond = e.spec.input("g_atk") != nullptr;
+    const Config cfg = Config::make(e.spec, precond ? std::vector<std::pair<std::string, std::string>>{
+                                                          {"scale", "1"}, {"use_qk_l2norm_in_kernel", "false"}}
+                                                    : std::vector<std::pair<std::string, std::string>>{{"scale", "1"}});
     for (Direction dir : {Direction::forward, Direction::backward})
       for (Form form : e.form_list(dir))
         for (Tier dtype : {Tier::fp32, Tier::bf16, Tier::fp16}) {
-          const Probe p{e, dir, form, dtype, delta_worst};
-          if (!p.dom.covers(p.ctx())) continue;  // the chunk backward: not derived
+          const Probe p{e, dir, form, dtype, precond ? Builder(precond_worst) : Builder([](const LayerSpec& ls, Direction dd, double a) { return delta_worst(ls, dd, a); }), cfg};
+          EXPECT_TRUE(p.dom.covers(p.ctx())) << p.label();
           // Sequential forward: the write k_t δ_tᵀ has entries (2t − 1)a against the
           // bound `residual` √2(2t − 1)a (f* ≈ √2). Chunk: the WY and output bounds add
           // the chunk's terms without their cancellations; backward: the gradient
-          // bounds multiply norms of the state, adjoint and residual (printed, not asserted).
+          // bounds multiply norms of the state, adjoint and residual, and the chunk
+          // backward's bounds add the UT transform's row sums Θ (printed, not asserted).
           walk(p, dir == Direction::forward && form == Form::sequential);
         }
   }
+}
+
+// The chunk backward holds intermediates of its own (the UT transform's adjoint,
+// dΔ, dWy, its gradient sums): at the delta worst case with T = 64 and chunks of 8
+// in fp32 its exact trace leaves fp32 at an amplitude where the sequential
+// adjoint's does not, so there the conditions it shares with the sequential
+// adjoint (`gradients` on the final values, the state and residual) all hold, and
+// only its own — chunk adjoint, UT adjoint, chunk gradients — exclude the input.
+// Cutting them (e.g. to 1/64) makes this test fail: the walk finds the trace
+// beyond inside the domain.
+TEST(Domain, DeltaChunkBackwardNeedsItsOwnConditions) {
+  const LayerEntry& e = find_layer("delta_rule");
+  const Builder long_worst = [](const LayerSpec& s, Direction d, double a) { return delta_worst(s, d, a, 64); };
+  const Probe chunk{e, Direction::backward, Form::chunk, Tier::fp32, long_worst};
+  const Probe seq{e, Direction::backward, Form::sequential, Tier::fp32, long_worst};
+  walk(chunk, false);
+  const int n = first_beyond(chunk);
+  EXPECT_LT(n, first_beyond(seq)) << "the chunk backward leaves fp32 no earlier than the sequential adjoint";
+  std::vector<std::string> own, shared;
+  for (const DomainViolation& v : chunk.violations(n))
+    (v.condition == "chunk adjoint" || v.condition == "UT adjoint" || v.condition == "chunk gradients" ? own : shared)
+        .push_back(v.condition);
+  EXPECT_FALSE(own.empty());
+  EXPECT_TRUE(shared.empty()) << shared.front();
 }
 
 // Kaczmarz's step β̃ = β/(‖k‖² + eps) is stored in the 16-bit format: a zero key
@@ -342,6 +294,8 @@ TEST(Domain, CheckNotesExactlyTheViolatedConditions) {
 namespace ttr::test {
 namespace {
 
+using namespace domain_probe;
+
 // Soundness away from the worst case: the generated cases of the `tiny` and
 // `varlen` suites (optional inputs, decays, initial states, l2norm, several
 // sequences), with v — or k — scaled by the largest power of two that keeps them
@@ -350,9 +304,11 @@ namespace {
 TEST(Domain, GeneratedCasesAtTheDomainEdgeStayInRange) {
   int checked = 0, outside = 0;
   for (const char* name : {"linear_attn", "simple_gla", "gla", "delta_rule", "gated_delta_rule", "kda",
-                           "kaczmarz_delta_rule"}) {
+                           "kaczmarz_delta_rule", "precond_gated_delta_rule", "precond_kda", "pdn_exact", "kalman_filter",
+                           "kla_kalman"}) {
     const LayerEntry& e = find_layer(name);
     const LayerDomain& dom = *layer_domain(name);
+    const int checked_before = checked, outside_before = outside;
     for (const char* suite : {"tiny", "varlen"})
       for (const VectorCase& c : suite_cases(e.spec, suite))
         for (Direction dir : {Direction::forward, Direction::backward}) {
@@ -369,7 +325,7 @@ TEST(Domain, GeneratedCasesAtTheDomainEdgeStayInRange) {
                   return in;
                 };
                 const DomainContext ctx{form, dir, dtype, kChunk};
-                if (!dom.covers(ctx)) continue;  // not derived there (the delta chunk backward)
+                EXPECT_TRUE(dom.covers(ctx)) << name;  // every form and direction of these layers is derived
                 const int inside = last_true(-60, 140, [&](int x) {
                   const TensorMap<double> in = at(x);
                   return domain_violations(dom, {spec, in, cfg}, ctx).empty();
@@ -392,6 +348,10 @@ TEST(Domain, GeneratedCasesAtTheDomainEdgeStayInRange) {
                 ++checked;
               }
         }
+    // Every layer is checked somewhere inside its domain, not only declared outside it.
+    std::printf("domain: %-26s %4d generated cases at the domain's edge, %3d outside at any scale\n", name,
+                checked - checked_before, outside - outside_before);
+    EXPECT_GT(checked - checked_before, 20) << name;
   }
   std::printf("domain: %d generated cases at the domain's edge, none beyond its format (%d outside at any scale)\n",
               checked, outside);
