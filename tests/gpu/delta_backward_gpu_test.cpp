@@ -16,7 +16,6 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
-#include <thread>
 
 #include "gate/error_model.hpp"
 #include "gate/judge.hpp"
@@ -29,7 +28,6 @@ namespace ttr {
 namespace {
 
 using test::dims;
-using test::expect_pass;
 using test::report;
 using test::worst_ratio;
 
@@ -60,54 +58,28 @@ TensorMap<double> run_backward(const std::string& layer, Form form, Tier dtype, 
   return find_layer(layer).kernel(Backend::cuda, form, Direction::backward)->run(in, cfg, dtype, opt);
 }
 
-struct Unit {
-  std::string layer, name;
-  TensorMap<double> in;
-  Config cfg;
-};
-
-// Units in parallel (the MPFR oracle and the model dominate), reported in order;
-// each unit gives, per dtype, the chunk kernel, the recurrent kernel and chunk vs recurrent.
-void check_units(std::vector<Unit>& units, std::uint64_t seed) {
-  std::vector<std::vector<GateCheck>> results(units.size());
-  std::vector<std::string> errors(units.size());
-  std::vector<std::thread> pool;
-  for (std::size_t i = 0; i < units.size(); ++i)
-    pool.emplace_back([&, i] {
-      const ThreadCaches caches;
-      try {
-        results[i] = check_kernels(find_layer(units[i].layer), units[i].in, units[i].cfg, units[i].name, seed,
-                                   backward_options());
-      } catch (const std::exception& ex) {
-        errors[i] = ex.what();
-      }
-    });
-  for (auto& t : pool) t.join();
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    ASSERT_TRUE(errors[i].empty()) << units[i].layer << " " << units[i].name << ": " << errors[i];
-    report(results[i]);
-    expect_pass(results[i]);
-    EXPECT_EQ(results[i].size(), 6u) << units[i].layer << " " << units[i].name;
-    for (const GateCheck& c : results[i]) EXPECT_GT(worst_ratio(c.result), 0.0) << c.id << ": a rounding kernel is never exact";
-  }
+// Units in parallel (test::check_units), reported in order; each unit gives, per
+// dtype, the chunk kernel, the recurrent kernel and chunk vs recurrent.
+void check_units(const std::vector<test::CheckUnit>& units, std::uint64_t seed) {
+  test::check_units(units, seed, backward_options(), 6, /*rounding=*/true);
 }
 
 // A suite's cases for every layer with the kernel; `split`: one unit per head.
 void run_suite(const std::string& suite, std::uint64_t seed, bool split) {
-  std::vector<Unit> units;
+  std::vector<test::CheckUnit> units;
   for (const std::string& name : backward_layers()) {
     const LayerEntry& e = find_layer(name);
     for (const VectorCase& c : suite_cases(e.spec, suite)) {
       const TensorMap<double> in = generate_backward_inputs(e.spec, c, seed);
       const Config cfg = Config::make(e.spec, c.config);
       if (!split) {
-        units.push_back({name, c.name, in, cfg});
+        units.push_back({c.name, &e, in, cfg});
         continue;
       }
       const std::int64_t B = in.at("q").dim(0), H = in.at("q").dim(2);
       for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t h = 0; h < H; ++h)
-          units.push_back({name, fmt::format("{}_b{}h{}", c.name, b, h), test::slice_head(backward_spec(e.spec), in, b, h), cfg});
+          units.push_back({fmt::format("{}_b{}h{}", c.name, b, h), &e, test::slice_head(backward_spec(e.spec), in, b, h), cfg});
     }
   }
   check_units(units, seed);
@@ -144,12 +116,12 @@ TEST(CudaDeltaBackward, SegmentBoundariesWideHeadsAndL2Norm) {
       {"t200_k96_v16_l2", "", dims(2, 200, 1, 96, 16), {}, l2},
       {"t70_k20_v12_h0", "", dims(1, 70, 1, 20, 12), states, {}},
   };
-  std::vector<Unit> units;
+  std::vector<test::CheckUnit> units;
   for (const std::string& name : backward_layers()) {
     const LayerEntry& e = find_layer(name);
     for (const VectorCase& c : cases) {
       const TensorMap<double> in = generate_backward_inputs(e.spec, c, 51);
-      units.push_back({name, c.name, in, Config::make(e.spec, c.config)});
+      units.push_back({c.name, &e, in, Config::make(e.spec, c.config)});
     }
   }
   check_units(units, 51);

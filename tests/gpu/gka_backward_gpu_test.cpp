@@ -14,7 +14,6 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gate/error_model.hpp"
@@ -28,7 +27,6 @@ namespace ttr {
 namespace {
 
 using test::dims;
-using test::expect_pass;
 using test::report;
 using test::worst_ratio;
 
@@ -56,31 +54,13 @@ TensorMap<double> run_backward(Tier dtype, const TensorMap<double>& in, const Co
   return gka().kernel(Backend::cuda, Form::sequential, Direction::backward)->run(in, cfg, dtype, opt);
 }
 
-// Cases in parallel (the MPFR oracle and the model dominate), reported in order:
-// per case the kernel in bf16 and in fp32.
+// Cases in parallel (test::check_units), reported in order: per case the kernel
+// in bf16 and in fp32.
 void check_cases(const std::vector<VectorCase>& cases, std::uint64_t seed) {
-  std::vector<std::vector<GateCheck>> results(cases.size());
-  std::vector<std::string> errors(cases.size());
-  std::vector<std::thread> pool;
-  for (std::size_t i = 0; i < cases.size(); ++i)
-    pool.emplace_back([&, i] {
-      const ThreadCaches caches;
-      try {
-        const TensorMap<double> in = generate_backward_inputs(gka().spec, cases[i], seed);
-        results[i] = check_kernels(gka(), in, Config::make(gka().spec, cases[i].config), cases[i].name, seed,
-                                   backward_options());
-      } catch (const std::exception& ex) {
-        errors[i] = ex.what();
-      }
-    });
-  for (auto& t : pool) t.join();
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    ASSERT_TRUE(errors[i].empty()) << cases[i].name << ": " << errors[i];
-    report(results[i]);
-    expect_pass(results[i]);
-    EXPECT_EQ(results[i].size(), 2u) << cases[i].name;  // bf16, fp32
-    for (const GateCheck& c : results[i]) EXPECT_GT(worst_ratio(c.result), 0.0) << c.id << ": a rounding kernel is never exact";
-  }
+  std::vector<test::CheckUnit> units;
+  for (const VectorCase& c : cases)
+    units.push_back({c.name, &gka(), generate_backward_inputs(gka().spec, c, seed), Config::make(gka().spec, c.config)});
+  test::check_units(units, seed, backward_options(), 2, /*rounding=*/true);
 }
 
 // Discoverable through the registry (run --device cuda --backward), and judged by

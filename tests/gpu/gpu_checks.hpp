@@ -168,31 +168,20 @@ inline void check_full_batch(const LayerEntry& e, const VectorCase& big, std::ui
   EXPECT_EQ(checks.size(), 2 * oracle_heads.size());
 }
 
-// A layer's cases through check_kernels (chunk, sequential and chunk vs
-// sequential, bf16 and fp32), in parallel, reported in order. `split`: one unit
-// per head (b, h) instead of one per case — the MPFR oracle and the error model
-// dominate the time, heads are independent and the model is per output row, so
-// a long case spreads over the cores.
-inline void check_cases(const LayerEntry& e, const std::vector<VectorCase>& cases, std::uint64_t seed,
-                        bool split = false) {
-  struct Unit {
-    std::string name;
-    TensorMap<double> in;
-    Config cfg;
-  };
-  std::vector<Unit> units;
-  for (const VectorCase& c : cases) {
-    const TensorMap<double> in = generate_inputs(e.spec, c, seed);
-    const Config cfg = Config::make(e.spec, c.config);
-    const std::int64_t B = in.at("q").dim(0), H = in.at("q").dim(2);
-    if (!split) {
-      units.push_back({c.name, in, cfg});
-      continue;
-    }
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t h = 0; h < H; ++h)
-        units.push_back({fmt::format("{}_b{}h{}", c.name, b, h), slice_head(e.spec, in, b, h), cfg});
-  }
+// One check_kernels call of the parallel runs below.
+struct CheckUnit {
+  std::string name;
+  const LayerEntry* layer;
+  TensorMap<double> in;
+  Config cfg;
+};
+
+// Units on a thread each (the MPFR oracle and the error model dominate the time,
+// units are independent), then, in order: each reported (GPUCHECK lines), passing
+// with no NaN/Inf, with `checks` checks when given, and — `rounding` — no check
+// exact (a kernel that rounds is never bit-exact against the oracle).
+inline void check_units(const std::vector<CheckUnit>& units, std::uint64_t seed, const KernelCheckOptions& opt,
+                        std::size_t checks = 0, bool rounding = false) {
   std::vector<std::vector<GateCheck>> results(units.size());
   std::vector<std::string> errors(units.size());
   std::vector<std::thread> pool;
@@ -200,20 +189,50 @@ inline void check_cases(const LayerEntry& e, const std::vector<VectorCase>& case
     pool.emplace_back([&, i] {
       const ThreadCaches caches;
       try {
-        KernelCheckOptions uo;
-        uo.cross = true;
-        results[i] = check_kernels(e, units[i].in, units[i].cfg, units[i].name, seed, uo);
+        results[i] = check_kernels(*units[i].layer, units[i].in, units[i].cfg, units[i].name, seed, opt);
       } catch (const std::exception& ex) {
         errors[i] = ex.what();
       }
     });
   for (auto& t : pool) t.join();
   for (std::size_t i = 0; i < units.size(); ++i) {
-    ASSERT_TRUE(errors[i].empty()) << units[i].name << ": " << errors[i];
+    const std::string what = units[i].layer->spec.name + " " + units[i].name;
+    ASSERT_TRUE(errors[i].empty()) << what << ": " << errors[i];
     report(results[i]);
     expect_pass(results[i]);
-    EXPECT_EQ(results[i].size(), 6u);  // {bf16, fp32} × {chunk, sequential, chunk-vs-sequential}
+    if (checks) {
+      EXPECT_EQ(results[i].size(), checks) << what;
+    }
+    EXPECT_FALSE(results[i].empty()) << what;
+    if (rounding) {
+      for (const GateCheck& c : results[i]) EXPECT_GT(worst_ratio(c.result), 0.0) << c.id << ": a rounding kernel is never exact";
+    }
   }
+}
+
+// A layer's cases through check_kernels (chunk, sequential and chunk vs
+// sequential, bf16 and fp32), in parallel, reported in order. `split`: one unit
+// per head (b, h) instead of one per case — the MPFR oracle and the error model
+// dominate the time, heads are independent and the model is per output row, so
+// a long case spreads over the cores.
+inline void check_cases(const LayerEntry& e, const std::vector<VectorCase>& cases, std::uint64_t seed,
+                        bool split = false) {
+  std::vector<CheckUnit> units;
+  for (const VectorCase& c : cases) {
+    const TensorMap<double> in = generate_inputs(e.spec, c, seed);
+    const Config cfg = Config::make(e.spec, c.config);
+    const std::int64_t B = in.at("q").dim(0), H = in.at("q").dim(2);
+    if (!split) {
+      units.push_back({c.name, &e, in, cfg});
+      continue;
+    }
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        units.push_back({fmt::format("{}_b{}h{}", c.name, b, h), &e, slice_head(e.spec, in, b, h), cfg});
+  }
+  KernelCheckOptions opt;
+  opt.cross = true;
+  check_units(units, seed, opt, 6);  // {bf16, fp32} × {chunk, sequential, chunk-vs-sequential}
 }
 
 }  // namespace ttr::test

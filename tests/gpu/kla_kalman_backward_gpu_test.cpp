@@ -16,7 +16,6 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <string>
-#include <thread>
 
 #include "gate/error_model.hpp"
 #include "gate/judge.hpp"
@@ -30,7 +29,6 @@ namespace ttr {
 namespace {
 
 using test::dims;
-using test::expect_pass;
 using test::report;
 using test::worst_ratio;
 
@@ -42,53 +40,28 @@ TensorMap<double> run_backward(Tier dtype, const TensorMap<double>& in, const Co
   return kla().kernel(Backend::cuda, Form::chunk, Direction::backward)->run(in, cfg, dtype, opt);
 }
 
-struct Unit {
-  std::string name;
-  TensorMap<double> in;
-  Config cfg;
-};
-
-// Units in parallel (the MPFR oracle and the model dominate); each gives a check per dtype.
-void check_units(const std::vector<Unit>& units, std::uint64_t seed) {
-  std::vector<std::vector<GateCheck>> results(units.size());
-  std::vector<std::string> errors(units.size());
-  std::vector<std::thread> pool;
-  for (std::size_t i = 0; i < units.size(); ++i)
-    pool.emplace_back([&, i] {
-      const ThreadCaches caches;
-      try {
-        KernelCheckOptions o;
-        o.forms = {Form::chunk};
-        o.direction = Direction::backward;
-        o.launch.poison = true;
-        results[i] = check_kernels(kla(), units[i].in, units[i].cfg, units[i].name, seed, o);
-      } catch (const std::exception& ex) {
-        errors[i] = ex.what();
-      }
-    });
-  for (auto& t : pool) t.join();
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    ASSERT_TRUE(errors[i].empty()) << units[i].name << ": " << errors[i];
-    report(results[i]);
-    expect_pass(results[i]);
-    EXPECT_EQ(results[i].size(), 2u) << units[i].name;  // bf16, fp32
-    for (const GateCheck& c : results[i]) EXPECT_GT(worst_ratio(c.result), 0.0) << c.id << ": a rounding kernel is never exact";
-  }
+// Units in parallel (test::check_units): a check per dtype.
+void check_units(const std::vector<test::CheckUnit>& units, std::uint64_t seed) {
+  KernelCheckOptions o;
+  o.forms = {Form::chunk};
+  o.direction = Direction::backward;
+  o.launch.poison = true;
+  test::check_units(units, seed, o, 2, /*rounding=*/true);
 }
 
-std::vector<Unit> suite_units(const std::string& suite, std::uint64_t seed, bool split) {
-  std::vector<Unit> units;
+std::vector<test::CheckUnit> suite_units(const std::string& suite, std::uint64_t seed, bool split) {
+  std::vector<test::CheckUnit> units;
   const LayerSpec bspec = backward_spec(kla().spec);
   for (const VectorCase& c : suite_cases(kla().spec, suite)) {
     const TensorMap<double> in = generate_backward_inputs(kla().spec, c, seed);
     const Config cfg = Config::make(kla().spec, c.config);
     if (!split) {
-      units.push_back({c.name, in, cfg});
+      units.push_back({c.name, &kla(), in, cfg});
       continue;
     }
     for (std::int64_t b = 0; b < in.at("q").dim(0); ++b)
       for (std::int64_t h = 0; h < in.at("q").dim(2); ++h)
-        units.push_back({fmt::format("{}_b{}h{}", c.name, b, h), test::slice_head(bspec, in, b, h), cfg});
+        units.push_back({fmt::format("{}_b{}h{}", c.name, b, h), &kla(), test::slice_head(bspec, in, b, h), cfg});
   }
   return units;
 }
@@ -125,13 +98,13 @@ TEST(CudaKlaBackward, ChunkBoundariesAndOptionalInputs) {
                                          {"t65", "", dims(1, 65, 2, 16, 8), states, {}},
                                          {"t130_d80", "", dims(1, 130, 1, 4, 80), states, {}},
                                          {"t200_n16_d64", "", dims(2, 200, 2, 16, 64), states, {}}};
-  std::vector<Unit> units;
+  std::vector<test::CheckUnit> units;
   for (const VectorCase& c : cases) {
     TensorMap<double> in = generate_backward_inputs(kla().spec, c, 43);
     const Config cfg = Config::make(kla().spec, c.config);
-    units.push_back({c.name, in, cfg});
+    units.push_back({c.name, &kla(), in, cfg});
     for (const char* name : {"lambda_init", "eta_init", "do_var", "dlambda_T", "deta_T"}) in.erase(name);
-    units.push_back({c.name + "_bare", in, cfg});
+    units.push_back({c.name + "_bare", &kla(), in, cfg});
   }
   check_units(units, 43);
 }
@@ -152,7 +125,9 @@ TEST(CudaKlaBackward, OverflowRegimeIsFiniteAndPasses) {
     EXPECT_FALSE(r.range.beyond) << tier_name(dtype);
     for (const TensorVerdict& t : r.tensors) {
       EXPECT_EQ(t.nonfinite_failures, 0) << tier_name(dtype) << " " << t.name;
-      if (t.name != "dp_bar") EXPECT_EQ(t.nan_count + t.inf_count, 0) << tier_name(dtype) << " " << t.name;
+      if (t.name != "dp_bar") {  // dp̄ ~ Λ² is beyond fp32 here, faithfully inf
+        EXPECT_EQ(t.nan_count + t.inf_count, 0) << tier_name(dtype) << " " << t.name;
+      }
     }
   }
 }

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <string>
-#include <thread>
 
 #include "gate/judge.hpp"
 #include "gate/kernel_checks.hpp"
@@ -25,7 +24,6 @@
 namespace ttr {
 namespace {
 
-using test::expect_pass;
 using test::report;
 
 std::vector<const LayerEntry*> layers_with(Direction dir) {
@@ -50,39 +48,18 @@ std::vector<VectorCase> varlen_cases(const LayerEntry& e) {
 
 // Every kernel × dtype of every layer on the varlen suite, judged (units in parallel).
 void judge_suite(Direction dir, std::uint64_t seed) {
-  struct Unit {
-    const LayerEntry* e;
-    VectorCase c;
-  };
-  std::vector<Unit> units;
+  std::vector<test::CheckUnit> units;
   for (const LayerEntry* e : layers_with(dir))
-    for (const VectorCase& c : varlen_cases(*e)) units.push_back({e, c});
-  std::vector<std::vector<GateCheck>> results(units.size());
-  std::vector<std::string> errors(units.size());
-  std::vector<std::thread> pool;
-  for (std::size_t i = 0; i < units.size(); ++i)
-    pool.emplace_back([&, i] {
-      const ThreadCaches caches;
-      try {
-        const LayerEntry& e = *units[i].e;
-        const TensorMap<double> in = dir == Direction::backward ? generate_backward_inputs(e.spec, units[i].c, seed)
-                                                                : generate_inputs(e.spec, units[i].c, seed);
-        KernelCheckOptions o;
-        o.cross = true;
-        o.direction = dir;
-        o.launch.poison = true;
-        results[i] = check_kernels(e, in, Config::make(e.spec, units[i].c.config), units[i].c.name, seed, o);
-      } catch (const std::exception& ex) {
-        errors[i] = ex.what();
-      }
-    });
-  for (auto& t : pool) t.join();
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    ASSERT_TRUE(errors[i].empty()) << units[i].e->spec.name << " " << units[i].c.name << ": " << errors[i];
-    report(results[i]);
-    expect_pass(results[i]);
-    EXPECT_FALSE(results[i].empty()) << units[i].e->spec.name << " " << units[i].c.name;
-  }
+    for (const VectorCase& c : varlen_cases(*e))
+      units.push_back({c.name, e,
+                       dir == Direction::backward ? generate_backward_inputs(e->spec, c, seed)
+                                                  : generate_inputs(e->spec, c, seed),
+                       Config::make(e->spec, c.config)});
+  KernelCheckOptions o;
+  o.cross = true;
+  o.direction = dir;
+  o.launch.poison = true;
+  test::check_units(units, seed, o);
 }
 
 TEST(CudaVarlen, ForwardKernelsPassTheVarlenSuite) {
