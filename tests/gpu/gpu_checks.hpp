@@ -111,6 +111,28 @@ inline TensorMap<double> slice_head(const LayerSpec& spec, const TensorMap<doubl
 
 using Head = std::pair<std::int64_t, std::int64_t>;
 
+// Two runs of a kernel on the same inputs gave the same bits (no atomics, fixed orders).
+inline void expect_same_bits(const TensorMap<double>& first, const TensorMap<double>& again, const std::string& what) {
+  for (const auto& [name, t] : first)
+    EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
+        << what << " " << name << ": repeated run differs";
+}
+
+// Head (b, h) of a batch run equals, bit for bit, the same head run alone (no
+// cross-block interference); outputs in `skip` (per-head sums over the batch) aside.
+inline void expect_head_equals_alone(const LayerSpec& spec, const TensorMap<double>& batch,
+                                     const TensorMap<double>& alone, const Head& head, const std::string& what,
+                                     const std::vector<std::string>& skip = {}) {
+  for (const auto& [name, t] : alone) {
+    if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
+    const Tensor<double> part = slice_bh(batch.at(name), spec.output(name)->dims, head.first, head.second);
+    std::int64_t diff = 0;
+    for (std::size_t i = 0; i < t.data.size(); ++i) diff += t.data[i] != part.data[i];
+    EXPECT_EQ(diff, 0) << what << " " << name << " head (" << head.first << "," << head.second
+                       << ") differs from the same head run alone";
+  }
+}
+
 // A batch that fills the GPU against single heads, for every kernel × dtype: a
 // repeated run is bit-identical, and every output of each sampled head equals,
 // bit for bit, the same head run alone (no cross-block interference). The
@@ -131,20 +153,11 @@ inline void check_full_batch(const LayerEntry& e, const VectorCase& big, std::ui
     for (Form k : {Form::chunk, Form::sequential}) {
       const std::string what = fmt::format("{} {}", e.kernel(Backend::cuda, k)->name(), tier_name(dtype));
       const auto first = run_kernel(e.spec.name, k, dtype, in, cfg);
-      const auto again = run_kernel(e.spec.name, k, dtype, in, cfg);
-      for (const auto& [name, t] : first)
-        EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
-            << what << " " << name << ": repeated run differs";
+      expect_same_bits(first, run_kernel(e.spec.name, k, dtype, in, cfg), what);
       for (const auto& [b, h] : heads) {
         TensorMap<double> one = slice_head(e.spec, in, b, h);
         auto alone = run_kernel(e.spec.name, k, dtype, one, cfg);
-        for (const auto& [name, t] : alone) {
-          const Tensor<double> part = slice_bh(first.at(name), e.spec.output(name)->dims, b, h);
-          std::int64_t diff = 0;
-          for (std::size_t i = 0; i < t.data.size(); ++i) diff += t.data[i] != part.data[i];
-          EXPECT_EQ(diff, 0) << what << " " << name << " head (" << b << "," << h
-                             << ") differs from the same head run alone";
-        }
+        expect_head_equals_alone(e.spec, first, alone, {b, h}, what);
         if (k == Form::chunk && std::find(oracle_heads.begin(), oracle_heads.end(), Head{b, h}) != oracle_heads.end())
           checks.push_back({fmt::format("{}/cuda-chunk/{}/fill_head_{}_{}/{}", e.spec.name, tier_name(dtype), b, h, seed),
                             std::move(one), std::move(alone), dtype, {}});
