@@ -140,7 +140,8 @@ Split split_of(const Tensor<double>* hkk0, const Problem& p, std::int64_t K) {
 // The forward bounds of one token (docs/domains.md, "The regulariser", "The
 // Chebyshev solve", "The exact solve", "Conjugate gradient").
 void solve_bounds(const Params& P, double hp2, Token& t) {
-  t.h = std::max(0.0, std::sqrt(hp2) - t.n) * (1.0 - 1e-12);
+  // float64's rounding of the recursions (relative ~T·2^-53) moved to the safe side.
+  t.h = std::max(0.0, std::sqrt(hp2) - t.n) * (1.0 - 1e-9);
   t.skip = P.adaptive && t.zero;
   if (t.skip) {
     t.Qt = t.alpha ? t.sig : 0.0;  // x = 0: q̃ = (1 − α)·scale·q
@@ -267,14 +268,14 @@ Bounds bounds_of(const TensorMap<double>& x, const DomainInputs& in, const Domai
       tk.alpha = alpha != nullptr;
       if (backward) tk.dnorm = row(*d_o, p.b, t, p.h).l2();
       // The states (GKA eq. (CH)) and the bounds of ‖H_t‖_F from both sides.
-      tk.H_prev = H, tk.S_prev = S;
+      tk.H_prev = H * (1.0 + 1e-9), tk.S_prev = S * (1.0 + 1e-9);
       const double w = tk.beta * kk;
       H = tk.gamma * H + w;
       hp2 = tk.gamma * tk.gamma * hp2 + w * w;
       n *= tk.gamma;
       S = tk.gamma * S + tk.beta * tk.kap * tk.nu;
       zero = zero && w == 0.0;
-      tk.H = H, tk.S = S, tk.n = n, tk.zero = zero;
+      tk.H = H * (1.0 + 1e-9), tk.S = S * (1.0 + 1e-9), tk.n = n * (1.0 + 1e-9), tk.zero = zero;
       solve_bounds(P, hp2, tk);
       pr.tk.push_back(tk);
     }
