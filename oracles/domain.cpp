@@ -64,8 +64,16 @@ bool DomainGap::matches(const DomainContext& c) const {
   return listed(forms, c.form) && listed(directions, c.direction);
 }
 
+bool DomainGap::matches(const DomainContext& c, const Config& cfg) const {
+  return matches(c) && (!when || when(cfg));
+}
+
 bool LayerDomain::covers(const DomainContext& c) const {
-  return std::none_of(gaps.begin(), gaps.end(), [&](const DomainGap& g) { return g.matches(c); });
+  return std::none_of(gaps.begin(), gaps.end(), [&](const DomainGap& g) { return !g.when && g.matches(c); });
+}
+
+bool LayerDomain::covers(const DomainContext& c, const Config& cfg) const {
+  return std::none_of(gaps.begin(), gaps.end(), [&](const DomainGap& g) { return g.matches(c, cfg); });
 }
 
 double domain_limit(Held held, const DomainContext& c) { return max_of(held_tier(held, c)); }
@@ -151,9 +159,9 @@ double received_number(double x, const DomainContext& c) {
 
 std::vector<DomainViolation> domain_violations(const LayerDomain& d, const DomainInputs& raw, const DomainContext& c) {
   std::vector<DomainViolation> out;
-  if (!d.covers(c)) return out;
+  if (!d.covers(c, raw.cfg)) return out;
   const TensorMap<double> received = as_received(raw.tensors, c);
-  const DomainInputs in{raw.spec, received, raw.cfg};
+  const DomainInputs in{raw.spec, received, raw.cfg, &raw.tensors};
   for (const DomainCondition& cond : d.conditions) {
     if (!cond.applies(c)) continue;
     const double value = cond.measure(in, c), limit = domain_limit(cond.held, c);

@@ -44,6 +44,11 @@ struct DomainInputs {
   const LayerSpec& spec;
   const TensorMap<double>& tensors;
   const Config& cfg;
+  // The inputs before the rounding to the form's formats (set by domain_violations).
+  // The range trace (gate/range.hpp) runs on these: where rounding can turn a small
+  // input into 0 and a quantity grows as that input shrinks (GKA's 1/λ_t), a
+  // derivation bounds both.
+  const TensorMap<double>* unrounded = nullptr;
 };
 
 struct DomainCondition {
@@ -60,11 +65,15 @@ struct DomainCondition {
 
 // Forms and directions a family has not derived a domain for, and why: no
 // condition is claimed there (an empty `forms` or `directions` means all).
+// `when`, if set, narrows the gap to the configurations it accepts (GKA's
+// backward with solver=cg): the other configurations of those forms are derived.
 struct DomainGap {
   std::vector<Form> forms;
   std::vector<Direction> directions;
   std::string why;
+  std::function<bool(const Config&)> when = nullptr;
   bool matches(const DomainContext& c) const;
+  bool matches(const DomainContext& c, const Config& cfg) const;
 };
 
 struct LayerDomain {
@@ -72,8 +81,10 @@ struct LayerDomain {
   std::string derivation;  // where the derivation is written (docs/domains.md section)
   std::vector<DomainCondition> conditions;
   std::vector<DomainGap> gaps;
-  // Whether the conditions are a derived domain for this form and direction.
+  // Whether the conditions are a derived domain for this form and direction in
+  // some configuration (gaps with a `when` do not count), and in this one.
   bool covers(const DomainContext& c) const;
+  bool covers(const DomainContext& c, const Config& cfg) const;
 };
 
 // A condition the inputs violate: its measured value is above the limit.
@@ -106,7 +117,7 @@ std::string domain_limits_text(const DomainCondition& c);
 const LayerDomain* layer_domain(const std::string& layer);
 
 // The conditions the inputs violate for this form, direction and dtype (empty:
-// inside the guaranteed domain, or no domain derived there: covers() false).
+// inside the guaranteed domain, or no domain derived there: covers(c, cfg) false).
 std::vector<DomainViolation> domain_violations(const LayerDomain& d, const DomainInputs& in, const DomainContext& c);
 
 // The families' derivations (oracles/domains/*.cpp). A layer declares its domain
@@ -129,6 +140,9 @@ LayerDomain delta(const LayerSpec& s, DeltaStep step);
 LayerDomain sherman_morrison(const LayerSpec& s);
 // kla_kalman: the sequential, unscaled and scaled scan forms.
 LayerDomain kla_kalman(const LayerSpec& s);
+// gka: the sequential and chunk forms, forward and backward, for the solvers as
+// the forms run them (chebyshev, exact; cg forward only).
+LayerDomain gka(const LayerSpec& s);
 // A layer whose family has no derivation for it yet: one gap over every form and
 // direction, saying why (`ttrcheck layers` prints it; `check` notes nothing).
 LayerDomain not_derived(const LayerSpec& s, std::string why);

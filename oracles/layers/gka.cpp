@@ -80,11 +80,7 @@ LayerSpec spec_gka() {
   };
 }
 
-// The inputs its forms are guaranteed finite on (docs/domains.md).
-LayerDomain domain_gka(const LayerSpec& s) {
-  return domains::not_derived(
-      s, "not derived: the solve's intermediates scale with 1/λ_t, and no lower bound on ‖H_t‖_F (hence on the "
-         "adaptive λ_t) is derived, nor the Chebyshev/CG iterates, the exact solver's factors or the kappa diagnostic");
-}
+// The inputs its forms are guaranteed finite on (docs/domains.md, "Gated KalmaNet").
+LayerDomain domain_gka(const LayerSpec& s) { return domains::gka(s); }
 
 }  // namespace ttr::layers

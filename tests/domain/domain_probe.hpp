@@ -51,14 +51,15 @@ struct Probe {
     const LayerSpec spec = direction_spec(e.spec, dir);
     return domain_violations(dom, {spec, in, cfg}, ctx());
   }
-  bool beyond(int n) const {
+  RangeNote trace(int n) const {
     ModelSpec ms;
     ms.form = form;
     ms.dtype = dtype;
     ms.direction = dir;
     ms.chunk_size = chunk;
-    return trace_range(e, at(n), cfg, ms).beyond;
+    return trace_range(e, at(n), cfg, ms);
   }
+  bool beyond(int n) const { return trace(n).beyond; }
   bool finite(int n) const {
     const LayerResult r = run_layer(e, form, {dtype, 0}, at(n), cfg, chunk, dir);
     for (const auto& [name, t] : r.values)
@@ -98,8 +99,10 @@ inline double walk(const Probe& p, bool tight) {
   const int inside = last_true(lo, hi, [&](int n) { return p.violations(n).empty(); });
   EXPECT_GT(inside, lo) << p.label() << ": the worst case is outside the domain at every amplitude";
   EXPECT_LT(inside, hi) << p.label();
-  EXPECT_FALSE(p.beyond(inside)) << p.label() << ": an exact intermediate leaves the format inside the domain (a = "
-                                 << amplitude(inside) << ")";
+  const RangeNote in_note = p.trace(inside);
+  EXPECT_FALSE(in_note.beyond) << p.label() << ": an exact intermediate leaves the format inside the domain (a = "
+                               << amplitude(inside) << "): " << in_note.intermediate << " (" << in_note.operation
+                               << ") = " << in_note.value;
   EXPECT_TRUE(p.finite(inside)) << p.label() << ": a non-finite output just inside the domain (a = "
                                 << amplitude(inside) << ")";
   const int first_beyond = last_true(inside, hi, [&](int n) { return !p.beyond(n); }) + 1;
