@@ -7,27 +7,22 @@
 // of 100,000,000 bytes and the space padding to a multiple of 8 also follow it.
 #include "oracles/io/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
 #include <stdexcept>
-#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "oracles/error.hpp"
+#include "oracles/io/atomic_file.hpp"
+#include "oracles/io/printable.hpp"
 #include "reference/core/float16.hpp"
 
 namespace ttr::io {
@@ -56,30 +51,6 @@ using FP32Format = BinaryFormat<24, -126, 127>;
 
 // ---------------------------------------------------------------- messages
 
-// Renders user-controlled text (tensor names, keys, paths) so that an error message
-// stays on one line: control characters become \xNN, long text is cut.
-std::string printable(std::string_view s, std::size_t max_bytes = 200) {
-  std::string out;
-  for (const char ch : s) {
-    if (out.size() >= max_bytes) {
-      // Do not leave half a UTF-8 sequence behind.
-      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0u) == 0x80u) out.pop_back();
-      if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0u) out.pop_back();
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20u || c == 0x7Fu) {
-      out += fmt::format("\\x{:02x}", c);
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 std::string quote_name(std::string_view s) { return "'" + printable(s) + "'"; }
 
 std::string shape_str(std::span<const std::int64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
@@ -106,8 +77,6 @@ std::string describe(const json& v) {
 [[noreturn]] void fail(const std::string& source, const std::string& message) {
   throw InputError(printable(source, 4096) + ": " + message);
 }
-
-std::string errno_text(int err) { return std::generic_category().message(err); }
 
 // ---------------------------------------------------------------- helpers
 
@@ -435,93 +404,6 @@ std::vector<std::uint8_t> serialize_or_throw(const TensorFile& file) {
   fail(path.string(), "cannot write: " + reason);
 }
 
-// A temporary file that is removed unless committed: whatever goes wrong between its
-// creation and the rename, no partial file is left behind.
-class TempFile {
- public:
-  explicit TempFile(const std::filesystem::path& target) : target_(target) {
-    static std::atomic<unsigned> counter{0};
-    const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = dir / fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++);
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // mode honours the umask
-      if (fd_ >= 0) return;
-      if (errno != EEXIST) cannot_write(target_, errno_text(errno));
-    }
-    cannot_write(target_, "could not create a unique temporary file");
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-
-  void write_all(std::span<const std::uint8_t> bytes) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) cannot_write(target_, n < 0 ? errno_text(errno) : "write made no progress");
-      bytes = bytes.subspan(static_cast<std::size_t>(n));
-    }
-  }
-
-  // fsync before rename: otherwise a crash could leave the new name pointing at a file
-  // whose data never reached the disk.
-  void commit() {
-    if (::fsync(fd_) != 0) cannot_write(target_, errno_text(errno));
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) cannot_write(target_, errno_text(errno));
-    if (::rename(path_.c_str(), target_.c_str()) != 0) cannot_write(target_, errno_text(errno));
-    committed_ = true;
-    sync_directory();
-  }
-
- private:
-  // Makes the rename itself durable. Best effort: the new file is already in place
-  // and complete, so a failure here is no reason to report the write as failed.
-  void sync_directory() const {
-    const std::filesystem::path dir = path_.parent_path();
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    (void)::fsync(fd);
-    ::close(fd);
-  }
-
-  std::filesystem::path target_;
-  std::filesystem::path path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
-std::vector<std::uint8_t> read_whole_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path.string(), "cannot read: " + errno_text(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  std::vector<std::uint8_t> bytes;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0) {
-    // open() succeeds on a directory; say so instead of reporting EISDIR from read().
-    if (S_ISDIR(st.st_mode)) fail(path.string(), "cannot read: it is a directory");
-    // A stream (/dev/zero, a FIFO) has no size to check the header against and
-    // may never end: only regular files are read (oracles/io/paths.hpp).
-    if (!S_ISREG(st.st_mode)) fail(path.string(), "cannot read: not a regular file (a device, FIFO or socket)");
-    bytes.reserve(static_cast<std::size_t>(st.st_size));
-  }
-  std::array<std::uint8_t, 1 << 16> chunk{};
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(path.string(), "cannot read: " + errno_text(errno));
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
-  }
-  return bytes;
-}
-
 // ---------------------------------------------------------------- values
 
 double load_element(const std::uint8_t* p, DType dtype, std::size_t index, const std::string& what) {
@@ -672,7 +554,7 @@ TensorFile parse_safetensors(std::span<const std::uint8_t> bytes, const std::str
 }
 
 TensorFile read_safetensors(const std::filesystem::path& path) {
-  const std::vector<std::uint8_t> bytes = read_whole_file(path);
+  const std::vector<std::uint8_t> bytes = read_regular_file(path);
   return parse_safetensors(bytes, path.string());
 }
 
@@ -692,9 +574,7 @@ void write_safetensors_atomic(const std::filesystem::path& path, const TensorFil
   } catch (const WriteProblem& p) {
     cannot_write(path, p.reason);
   }
-  TempFile temp(path);
-  temp.write_all(bytes);
-  temp.commit();
+  write_file_atomic(path, bytes);
 }
 
 std::vector<double> to_f64(const RawTensor& t, const std::string& what) {

@@ -1,5 +1,5 @@
-// Atomic text output: write a temporary beside the target, then rename, so a
-// reader never sees a half-written report or manifest.
+// Atomic text output (oracles/io/atomic_file.hpp): a reader never sees a
+// half-written report, manifest or reproducer.
 #pragma once
 
 #include <filesystem>
