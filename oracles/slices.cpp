@@ -13,6 +13,7 @@
 
 #include "oracles/error.hpp"
 #include "oracles/varlen.hpp"
+#include "reference/core/thread_caches.hpp"
 
 namespace ttr {
 namespace {
@@ -343,14 +344,22 @@ LayerResult run_sliced(const LayerSpec& spec, const SliceRunner& run, const Tens
     for (std::size_t i = 0; i < n; ++i) one(i);
   } else {
     const std::int64_t count = static_cast<std::int64_t>(n);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (std::int64_t i = 0; i < count; ++i) {
-      try {
-        const MutantScope scope(mutant);  // the caller's thread-local switch, on this worker too
-        one(static_cast<std::size_t>(i));
-      } catch (...) {
-        errors[static_cast<std::size_t>(i)] = std::current_exception();
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t i = 0; i < count; ++i) {
+        try {
+          const MutantScope scope(mutant);  // the caller's thread-local switch, on this worker too
+          one(static_cast<std::size_t>(i));
+        } catch (...) {
+          errors[static_cast<std::size_t>(i)] = std::current_exception();
+        }
       }
+      // OpenMP's pool threads may exit before the process does (libgomp ends the
+      // surplus when a later team is smaller) with MPFR's per-thread caches still
+      // allocated: each worker frees its own here (reference/core/thread_caches.hpp).
+      // The calling thread (number 0) keeps its caches; its owner frees them.
+      if (omp_get_thread_num() != 0) release_thread_caches();
     }
     for (const auto& e : errors)  // the first failure in plan order, whatever the threads
       if (e) std::rethrow_exception(e);
