@@ -1,18 +1,14 @@
 #include "gate/report_read.hpp"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
 #include <tuple>
 
 #include "oracles/error.hpp"
+#include "oracles/io/text_file.hpp"
 
 namespace ttr {
 namespace {
@@ -60,15 +56,7 @@ double baseline_ratio(const json& v, const std::string& path, const std::string&
 
 }  // namespace
 
-std::string read_text(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: cannot read: it is a directory", path));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  std::string s{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  if (f.bad()) throw InputError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  return s;
-}
+std::string read_text(const std::string& path) { return io::read_text_file(path); }
 
 std::vector<ReportedCheck> parse_report(const std::string& path) { return parse_report_text(read_text(path), path); }
 

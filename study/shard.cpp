@@ -15,9 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "gate/report.hpp"
 #include "oracles/error.hpp"
@@ -71,14 +69,6 @@ nlohmann::json run_identity(const Study& s, const Options& opt, const Plan& plan
           {"config", plan.config}, {"cases", ids}};
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot read", p.string()));
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 void write_shard(const Study& s, const Options& opt, const Plan& plan, std::uint64_t index, std::uint64_t count,
@@ -120,7 +110,7 @@ Merged merge_checked(const std::vector<std::string>& dirs, const std::string& ou
     const fs::path p = fs::path(d) / kShardFile;
     nlohmann::json doc;
     try {
-      doc = nlohmann::json::parse(read_file(p));
+      doc = nlohmann::json::parse(io::read_text_file(p));
     } catch (const nlohmann::json::exception& e) {
       throw InputError(fmt::format("{}: not JSON ({})", p.string(), e.what()));
     }

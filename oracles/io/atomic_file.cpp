@@ -104,8 +104,8 @@ std::vector<std::uint8_t> read_regular_file(const std::filesystem::path& path) {
   if (::fstat(fd, &st) != 0) fail(path, "cannot read: " + errno_text(errno));
   // open() succeeds on a directory; say so instead of reporting EISDIR from read().
   if (S_ISDIR(st.st_mode)) fail(path, "cannot read: it is a directory");
-  // A stream (/dev/zero, a FIFO) has no size to check the header against and
-  // may never end: only regular files are read (oracles/io/paths.hpp).
+  // A stream (/dev/zero, a FIFO) has no size to bound the read by and may never
+  // end: only regular files are read (oracles/io/paths.hpp).
   if (!S_ISREG(st.st_mode)) fail(path, "cannot read: not a regular file (a device, FIFO or socket)");
   bytes.reserve(static_cast<std::size_t>(st.st_size));
   std::array<std::uint8_t, 1 << 16> chunk{};

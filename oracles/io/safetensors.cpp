@@ -567,7 +567,6 @@ std::vector<std::uint8_t> serialize_safetensors(const TensorFile& file) {
 }
 
 void write_safetensors_atomic(const std::filesystem::path& path, const TensorFile& file) {
-  if (!path.has_filename()) cannot_write(path, "the path names a directory, not a file");
   std::vector<std::uint8_t> bytes;
   try {
     bytes = serialize_or_throw(file);

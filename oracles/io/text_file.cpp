@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "oracles/io/atomic_file.hpp"
 
@@ -9,6 +10,11 @@ namespace ttr::io {
 
 void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
   write_file_atomic(path, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  const std::vector<std::uint8_t> bytes = read_regular_file(path);
+  return std::string(bytes.begin(), bytes.end());
 }
 
 }  // namespace ttr::io
