@@ -51,6 +51,23 @@ def test_correct_port_passes(dtype):
     assert {("forward", "o"), ("forward", "ht"), ("backward", "dq"), ("backward", "dk"), ("backward", "dv")} <= judged
 
 
+def test_config_on_top_of_the_case_recomputes_the_oracle():
+    """A config key given to validate (here scale) changes the exact outputs, so the
+    harness recomputes the oracle forward and backward instead of the stored one: a port
+    that honours it passes, one that ignores it fails (independently: the ignored scale
+    is the case's own, K^-1/2, a factor 0.3·√K away)."""
+    r = validate_numpy(linear_attn, "linear_attn", suites=["tiny"], dtypes=["fp64"], form="sequential",
+                       config={"scale": 0.3})
+    assert r.passed, str(r)
+    assert {(x.direction, x.tensor) for x in r.rows if x.verdict != "absent"} >= {("forward", "o"), ("backward", "dq")}
+
+    def ignores_scale(scale=None, **kw):
+        return linear_attn(**kw)
+    r = validate_numpy(ignores_scale, "linear_attn", suites=["tiny"], dtypes=["fp64"], form="sequential",
+                       config={"scale": 0.3})
+    assert {(x.direction, x.tensor) for x in r.failures} >= {("forward", "o"), ("backward", "dq"), ("backward", "dk")}
+
+
 def test_planted_forward_bug_fails_naming_row():
     case = max(ttrcheck.vectors("linear_attn", "tiny"), key=lambda c: c.dims["T"])
     T = case.dims["T"]

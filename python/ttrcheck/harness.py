@@ -142,7 +142,7 @@ def _config_values(spec: api.LayerSpec, config: Mapping[str, str]) -> Dict[str, 
 def _oracle(layer: str, inputs: Mapping[str, Any], config: Mapping[str, str], backward: bool) -> api.Tensors:
     """The sequential MPFR-256 oracle with the metadata `check` verifies (what `ttrcheck oracle` writes)."""
     tensors, meta = _core.oracle(layer, encode_map(inputs, "inputs"), {}, config_sets(config), bool(backward), 256,
-                                 "sequential", 64, False)
+                                 "sequential", 64, False, "mpfr")
     return api.Tensors(decode_list(tensors), meta)
 
 

@@ -9,18 +9,13 @@ factory's GKA"), read from its source (commit 04b6242), applied as a wrapper so 
     result = ttrcheck.torch.validate(fn, "gka", suites=["tiny", "standard"], dtypes=["bf16", "fp32"],
                                      device="cuda", config=ttrcheck.hmf.CONFIG, adapter=ttrcheck.hmf.ADAPTER)
 
-Its source is fetched and carried to the GPU machine, never committed (``PYTHONPATH`` to
-its ``training/src``; it imports FLA's ``chunk_simple_gla``). The device call, with its
-``ops/chebyshev/`` folder and ``__init__`` files copied into ``.devsrc-fla/hmf/`` beside
-FLA's wheels (scripts/validate-fla-device builds and installs the rest; not yet run):
-
-    DEV=.devsrc-fla bash scripts/validate-fla-device 400 none &&
-    PYTHONPATH=/tmp/b/python:/tmp/site:.devsrc-fla/hmf python3 -c "
-    import ttrcheck.torch, ttrcheck.hmf
-    from hmf.model.hybrid_zoo.layers.gated_kalmanet.ops.chebyshev import gka_chebyshev_gla
-    print(ttrcheck.torch.validate(ttrcheck.hmf.gka_chebyshev_gla_as_gka(gka_chebyshev_gla), 'gka',
-          suites=['tiny', 'standard'], dtypes=['bf16', 'fp32'], device='cuda',
-          config=ttrcheck.hmf.CONFIG, adapter=ttrcheck.hmf.ADAPTER))"
+Its source is fetched and carried to the GPU machine, never committed (its
+``ops/chebyshev/`` folder under its package path, empty ``__init__`` files above it, in
+``$DEV/hmf``; it imports FLA). ``scripts/validate-fla`` runs it as the op
+``gka_chebyshev_gla``, e.g. the device lane
+``gka_chebyshev_gla:tiny/fp32,standard/bf16:cases=basic+realistic`` of
+``scripts/validate-fla-device`` (the cases without initial states). What the runs found:
+docs/validating-fla.md, "hybrid-model-factory's GKA".
 """
 from __future__ import annotations
 
