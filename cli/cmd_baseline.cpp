@@ -54,7 +54,7 @@ Ratios read_reports(const std::vector<std::string>& paths) {
 
 // The file's text through the shared reader (gate/report_read.cpp, fuzzed in fuzz/).
 Baseline read_baseline(const std::string& path) {
-  BaselineDoc d = parse_baseline_text(read_text(path), path);
+  BaselineDoc d = parse_baseline_text(io::read_text_file(path), path);
   Baseline b;
   b.factor = d.factor;
   b.floor = d.floor;
@@ -89,7 +89,7 @@ int record(const std::vector<std::string>& reports, const std::string& out, doub
   // One shard's report (`gate --shard i/N`): the baseline keeps which shard it
   // is, so `ttrcheck merge` can check the shards' baselines are one complete set.
   if (reports.size() == 1)
-    if (const json report = json::parse(read_text(reports.front())); report.contains("shard")) {
+    if (const json report = json::parse(io::read_text_file(reports.front())); report.contains("shard")) {
       const json& s = report["shard"];
       doc["shard"] = {{"index", s.at("index")}, {"count", s.at("count")}, {"source", s.at("source")},
                       {"config", s.at("config")}};

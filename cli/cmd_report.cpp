@@ -14,6 +14,7 @@
 #include "cli/plot_script.hpp"
 #include "gate/report_read.hpp"
 #include "oracles/error.hpp"
+#include "oracles/io/text_file.hpp"
 #include <nlohmann/json.hpp>
 
 namespace ttr::cli {
@@ -25,7 +26,7 @@ void validate_campaign(const std::filesystem::path& dir) {
   const std::string path = (dir / "campaign.json").string();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(read_text(path));
+    doc = nlohmann::json::parse(io::read_text_file(path));
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: not JSON: {}", path, e.what()));
   }
@@ -36,7 +37,7 @@ void validate_campaign(const std::filesystem::path& dir) {
     const std::string note = (dir / (stem.get<std::string>() + ".json")).string();
     nlohmann::json n;
     try {
-      n = nlohmann::json::parse(read_text(note));
+      n = nlohmann::json::parse(io::read_text_file(note));
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError(fmt::format("{}: not JSON: {}", note, e.what()));
     }
@@ -82,7 +83,7 @@ Command add_report(CLI::App& app) {
         ++campaigns;
         continue;
       }
-      const std::string text = read_text(e.path().string());
+      const std::string text = io::read_text_file(e.path().string());
       if (text.find("\"ttrcheck-report\"") != std::string::npos) {
         checks += parse_report_text(text, e.path().string()).size();
         ++reports;
@@ -91,7 +92,7 @@ Command add_report(CLI::App& app) {
     if (reports == 0 && campaigns == 0)
       throw InputError(fmt::format("{}: no ttrcheck report (schema ttrcheck-report) or fuzz campaign.json in it",
                                    o->dir));
-    for (const std::string& b : o->baselines) parse_baseline_text(read_text(b), b);
+    for (const std::string& b : o->baselines) parse_baseline_text(io::read_text_file(b), b);
 
     std::vector<std::string> args = {"report", o->dir, "--out", o->out};
     for (const std::string& b : o->baselines) args.insert(args.end(), {"--baseline", b});

@@ -134,7 +134,7 @@ std::vector<ShardDoc> read_shards(const std::vector<fs::path>& dirs, const char*
 
 json read_json(const fs::path& path) {
   try {
-    return json::parse(read_text(path.string()));
+    return json::parse(io::read_text_file(path.string()));
   } catch (const json::exception& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", path.string(), json_message(e)));
   }
@@ -255,11 +255,11 @@ std::string merge_gate(const std::vector<fs::path>& dirs, const fs::path& out) {
       // whose files are not exactly what its checks give.
       json again = report_json("gate", mine);
       again["shard"] = rec;
-      if (dump_json(again) != read_text(s.path))
+      if (dump_json(again) != io::read_text_file(s.path))
         throw InputError(fmt::format("{}: not as this ttrcheck writes it (edited, or another version)", s.path));
       const fs::path junit = fs::path(s.path).parent_path() / "junit.xml";
       std::error_code ec;
-      if (fs::exists(junit, ec) && read_text(junit.string()) != junit_xml("ttrcheck-gate", mine))
+      if (fs::exists(junit, ec) && io::read_text_file(junit.string()) != junit_xml("ttrcheck-gate", mine))
         throw InputError(fmt::format("{}: does not match its report.json", junit.string()));
     } catch (const json::exception& e) {
       throw InputError(fmt::format("{}: malformed gate report: {}", s.path, json_message(e)));
@@ -325,7 +325,7 @@ std::string merge_vectors(const std::vector<fs::path>& dirs, const fs::path& out
 std::string merge_baselines(const std::vector<fs::path>& files, const fs::path& out) {
   std::vector<ShardDoc> docs;
   for (const fs::path& f : files) {
-    parse_baseline_text(read_text(f.string()), f.string());  // validates the document
+    parse_baseline_text(io::read_text_file(f.string()), f.string());  // validates the document
     docs.push_back({f.string(), read_json(f)});
   }
   const bool sharded = docs.front().doc.contains("shard");

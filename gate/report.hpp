@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gate/error_model.hpp"
-#include "gate/report_read.hpp"  // parse_report, read_text (and the schema constants)
+#include "gate/report_read.hpp"  // parse_report (and the schema constants)
 
 namespace ttr {
 

@@ -56,9 +56,7 @@ double baseline_ratio(const json& v, const std::string& path, const std::string&
 
 }  // namespace
 
-std::string read_text(const std::string& path) { return io::read_text_file(path); }
-
-std::vector<ReportedCheck> parse_report(const std::string& path) { return parse_report_text(read_text(path), path); }
+std::vector<ReportedCheck> parse_report(const std::string& path) { return parse_report_text(io::read_text_file(path), path); }
 
 std::vector<ReportedCheck> parse_report_text(const std::string& text, const std::string& path) {
   json doc;

@@ -48,7 +48,4 @@ struct BaselineDoc {
 // number nor "inf".
 BaselineDoc parse_baseline_text(const std::string& text, const std::string& source);
 
-// The whole of a text file; InputError "<path>: cannot read: <reason>".
-std::string read_text(const std::string& path);
-
 }  // namespace ttr

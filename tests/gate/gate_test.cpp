@@ -15,6 +15,7 @@
 #include "gate/gate.hpp"
 #include "gate/mutants.hpp"
 #include "gate/report.hpp"
+#include "oracles/io/text_file.hpp"
 #include "oracles/slices.hpp"
 #include "tests/support/cli.hpp"
 
@@ -295,7 +296,7 @@ TEST(GateCli, BackwardDirectionReportsAndBaselines) {
   const CliResult ok = with({"--out", dir / "ok"});
   ASSERT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("gated_delta_rule/chunk/bf16/backward"), std::string::npos) << ok.out;
-  const nlohmann::json rep = nlohmann::json::parse(read_text(dir / "ok/report.json"));
+  const nlohmann::json rep = nlohmann::json::parse(io::read_text_file(dir / "ok/report.json"));
   ASSERT_EQ(rep["checks"].size(), 2u);
   for (const auto& c : rep["checks"]) {
     EXPECT_EQ(c["direction"], "backward");
@@ -307,14 +308,14 @@ TEST(GateCli, BackwardDirectionReportsAndBaselines) {
   const CliResult bad = with({"--mutant", "dg-query-term-dropped", "--out", dir / "bad"});
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
   EXPECT_NE(bad.out.find(" dg "), std::string::npos) << bad.out;  // the worst tensor of the verdict line
-  const std::string junit = read_text(dir / "bad/junit.xml");
+  const std::string junit = io::read_text_file(dir / "bad/junit.xml");
   EXPECT_NE(junit.find("dg: max ratio"), std::string::npos) << junit;
 
   // Baselines: recorded from the backward report, compared with itself (pass) and
   // with the mutant's report (the dg row of each backward check regresses).
   const std::string bl = dir / "baseline.json";
   ASSERT_EQ(run_cli({"baseline", "record", "--report", dir / "ok/report.json", "--out", bl}).exit_code, 0);
-  const nlohmann::json b = nlohmann::json::parse(read_text(bl));
+  const nlohmann::json b = nlohmann::json::parse(io::read_text_file(bl));
   ASSERT_TRUE(b["checks"].contains("gated_delta_rule/chunk/bf16/small/0/backward")) << b.dump();
   EXPECT_TRUE(b["checks"]["gated_delta_rule/chunk/bf16/small/0/backward"].contains("dg"));
   EXPECT_EQ(run_cli({"baseline", "compare", "--baseline", bl, "--report", dir / "ok/report.json"}).exit_code, 0);
