@@ -136,3 +136,38 @@ def test_sequential_dg_sum_form_judges_gradients():
     with pytest.raises(ttrcheck.InputError, match="no sequential_dg_sum backward form"):
         ttrcheck.check("linear_attn", lin.backward_inputs, dict(lin.backward_oracle), dtype="fp32", backward=True,
                        form="sequential_dg_sum")
+
+
+def test_captured_run_judged_elsewhere_gives_the_same_rows(tmp_path):
+    """execute() without oracles, save, load, judge(): the rows of judging in process, for a
+    correct port and for the planted dk bug (the file carries everything judging needs;
+    the oracles are recomputed from the saved inputs, not read from the case)."""
+    from ttrcheck.harness import NumpyBackend, Execution, execute, judge
+    from ttrcheck.fla import NATIVE
+
+    def bad(**kw):
+        return linear_attn(**kw, bug="dk")
+    for fn, failing in ((linear_attn, set()), (bad, {("backward", "dk")})):
+        inline = validate_numpy(fn, "linear_attn", suites=["tiny"], dtypes=["fp32"], form="sequential")
+        runs = list(execute(fn, NumpyBackend(), "linear_attn", suites=["tiny"], dtypes=["fp32"], form="sequential",
+                            adapter=NATIVE, with_oracle=False))
+        assert runs and all(e.oracle is None and e.backward_oracle is None for e in runs)
+        rows = []
+        for i, e in enumerate(runs):
+            path = str(tmp_path / f"{fn.__name__}.{i}.npz")
+            e.save(path)
+            assert not (tmp_path / f"{fn.__name__}.{i}.npz.part").exists()
+            rows += judge(Execution.load(path))[0]
+        assert rows == inline.rows
+        assert {(x.direction, x.tensor) for x in rows if x.verdict == "FAIL"} == failing
+
+
+def test_loading_a_file_that_is_not_a_captured_run_raises_input_error(tmp_path):
+    from ttrcheck.harness import Execution
+    bad = tmp_path / "x.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(ttrcheck.InputError, match="x.npz: not a captured run"):
+        Execution.load(str(bad))
+    np.savez(str(tmp_path / "y.npz"), a=np.zeros(2))
+    with pytest.raises(ttrcheck.InputError, match="y.npz: not a captured run"):
+        Execution.load(str(tmp_path / "y.npz"))

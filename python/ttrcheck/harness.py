@@ -8,7 +8,7 @@ dtype; its outputs and the gradients its backend takes for the cotangents `vecto
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,7 +17,8 @@ from ._arrays import InputError, config_sets, decode_list, encode_map
 from .fla import NATIVE, Adapter, adapter_for
 from .report import Report
 
-__all__ = ["Backend", "NumpyBackend", "Row", "Validation", "run", "validate_numpy"]
+__all__ = ["Backend", "Execution", "NumpyBackend", "Row", "Validation", "execute", "judge", "run",
+           "validate_numpy"]
 
 
 @dataclass(frozen=True)
@@ -169,11 +170,97 @@ def _rows(report: Report, suite: str, case: str, dtype: str, direction: str, not
     return rows
 
 
-def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
-        dtypes: Sequence[str] = ("fp32",), backward: bool = True, seed: int = 0,
-        config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None, form: Optional[str] = None,
-        chunk_size: int = 64, cases: Optional[Sequence[str]] = None) -> Validation:
-    """The loop behind ``ttrcheck.torch.validate`` and :func:`validate_numpy` (see their docs)."""
+@dataclass
+class Execution:
+    """One function run on one case in one dtype, before judging: the tensors as it saw
+    them and what it returned, as float64 values (integer offsets as int64). Judging needs
+    nothing else, so a run captured where the kernel lives (a GPU machine, with
+    :meth:`save`) can be judged anywhere the package is installed (:meth:`load`,
+    :func:`judge`)."""
+
+    layer: str
+    fn_name: str
+    suite: str
+    case: str
+    dtype: str
+    config: Dict[str, str]               # canonical text: the case's config and the keys added
+    form: Optional[str]
+    backward_form: Optional[str]
+    chunk_size: int
+    note: str
+    inputs: Dict[str, np.ndarray]        # forward inputs as judged (the case's own arrays when not rounded)
+    outputs: Dict[str, np.ndarray]
+    backward_inputs: Optional[Dict[str, np.ndarray]] = None  # inputs + the cotangents of the returned outputs
+    grads: Optional[Dict[str, np.ndarray]] = None
+    oracle: Optional[api.Tensors] = None           # the case's stored oracles where they apply (not saved)
+    backward_oracle: Optional[api.Tensors] = None
+
+    _GROUPS = ("inputs", "outputs", "backward_inputs", "grads")
+
+    def save(self, path: str) -> None:
+        """One compressed .npz file (the arrays, and the rest as JSON), written whole or not at
+        all. Lossless but small: a float64 array whose values are all float32 (every bf16, fp16
+        and fp32 kernel's) is stored as float32 and read back as float64, and a backward
+        input that is the forward input of the same name is stored once."""
+        import json
+        import os
+        meta = {k: getattr(self, k) for k in ("layer", "fn_name", "suite", "case", "dtype", "config", "form",
+                                              "backward_form", "chunk_size", "note")}
+        meta["widened"], meta["shared"] = [], []
+        arrays = {}
+        for g in self._GROUPS:
+            for n, a in (getattr(self, g) or {}).items():
+                a = np.asarray(a)
+                if g == "backward_inputs" and n in self.inputs and a.dtype == np.asarray(self.inputs[n]).dtype \
+                        and np.array_equal(a, self.inputs[n], equal_nan=a.dtype.kind == "f"):
+                    meta["shared"].append(n)
+                    continue
+                if a.dtype == np.float64:
+                    narrow = a.astype(np.float32)
+                    if np.array_equal(narrow.astype(np.float64), a, equal_nan=True):
+                        meta["widened"].append(f"{g}/{n}")
+                        a = narrow
+                arrays[f"{g}/{n}"] = a
+        arrays["meta"] = np.array(json.dumps(meta))
+        part = path + ".part"
+        with open(part, "wb") as f:
+            np.savez_compressed(f, **arrays)
+        os.replace(part, path)
+
+    @classmethod
+    def load(cls, path: str) -> "Execution":
+        import json
+        import zipfile
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                widened, shared = set(meta.pop("widened")), meta.pop("shared")
+                groups: Dict[str, Dict[str, np.ndarray]] = {}
+                for key in z.files:
+                    if key != "meta":
+                        g, n = key.split("/", 1)
+                        groups.setdefault(g, {})[n] = z[key].astype(np.float64) if key in widened else z[key]
+            if not {"inputs", "outputs"} <= set(groups):
+                raise ValueError("no inputs or outputs")
+            for n in shared:
+                groups.setdefault("backward_inputs", {})[n] = groups["inputs"][n]
+            if "backward_inputs" in groups:  # the forward inputs first, as execute() orders them
+                order = [n for n in groups["inputs"] if n in groups["backward_inputs"]]
+                groups["backward_inputs"] = {n: groups["backward_inputs"][n]
+                                             for n in order + sorted(set(groups["backward_inputs"]) - set(order))}
+            return cls(**meta, **{g: groups.get(g) for g in cls._GROUPS})
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
+            raise InputError(f"{path}: not a captured run ({e})") from None
+
+
+def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
+            dtypes: Sequence[str] = ("fp32",), backward: bool = True, seed: int = 0,
+            config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None, form: Optional[str] = None,
+            chunk_size: int = 64, cases: Optional[Sequence[str]] = None,
+            with_oracle: bool = True) -> Iterator[Execution]:
+    """Runs `fn` on every case and dtype (the first half of :func:`run`), one
+    :class:`Execution` at a time; with ``with_oracle=False`` no oracle is computed here
+    (capture on the kernel's machine, judge elsewhere)."""
     adapter = adapter or adapter_for(fn)
     fn_name = getattr(fn, "__name__", type(fn).__name__)
     layer = layer or adapter.layer
@@ -190,10 +277,8 @@ def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: 
     input_names = {t.name for t in spec.inputs}
     differentiable = {t.name for t in spec.inputs if t.differentiable}
     output_names = [t.name for t in spec.outputs]
-    rows: List[Row] = []
-    reports: List[Report] = []
     for suite in suites:
-        for case in api.vectors(layer, suite, seed, backward=backward):
+        for case in api.vectors(layer, suite, seed, backward=backward, with_oracle=with_oracle):
             if cases is not None and case.name not in cases:
                 continue
             cfg_text = dict(case.config)
@@ -209,37 +294,65 @@ def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: 
                          for n in sorted(source)}
                 seen = {n: np.asarray(source[n]) if n in integer else backend.values(x) for n, x in given.items()}
                 rounded = any(not np.array_equal(seen[n], np.asarray(source[n], dtype=np.float64)) for n in source)
-                note = f"inputs rounded to {dtype}" if rounded else ""
                 inputs = {n: given[n] for n in sorted(input_names & set(given))}
                 cots = {n: given[n] for n in given if n not in input_names} if backward else None
                 outs, grads = backend.run(fn, adapter, inputs, cfg, differentiable, cots)
                 unknown = set(outs) - set(output_names)
                 if unknown:
                     raise InputError(f"{fn_name} returned {sorted(unknown)}; {layer}'s outputs are {output_names}")
-                fwd_inputs = {n: seen[n] for n in inputs} if rounded else case.inputs
-                fwd_oracle = _oracle(layer, fwd_inputs, cfg_text, False) if rounded or extra else case.oracle
-                cand = {n: outs[n] for n in output_names if n in outs}
-                rep = api.check(layer, fwd_inputs, cand, dtype=dtype, config=cfg_text, form=form,
-                                chunk_size=chunk_size, oracle=fwd_oracle, name=f"{suite}.{case.name}")
-                reports.append(rep)
-                rows += _rows(rep, suite, case.name, dtype, "forward", note,
-                              {n: backend.values(x) for n, x in cand.items()}, fwd_oracle)
-                if not backward:
-                    continue
-                # The backward inputs: forward inputs plus the cotangents of the outputs returned
-                # (dht only with ht); the stored oracle when they are all the case's.
-                used = ["d" + n for n in outs if "d" + n in cots]
-                bwd_inputs = {n: (seen[n] if rounded else source[n]) for n in list(inputs) + used}
-                stored = not rounded and not extra and set(used) == set(cots)
-                bwd_oracle = case.backward_oracle if stored else _oracle(layer, bwd_inputs, cfg_text, True)
-                brep = api.check(layer, bwd_inputs, grads, dtype=dtype, config=cfg_text,
-                                 form=adapter.backward_form or form,
-                                 chunk_size=chunk_size, backward=True, oracle=bwd_oracle,
-                                 name=f"{suite}.{case.name}")
-                reports.append(brep)
-                rows += _rows(brep, suite, case.name, dtype, "backward", note,
-                              {n: backend.values(x) for n, x in grads.items()}, bwd_oracle)
-    return Validation(layer, fn_name, rows, reports)
+                own = not rounded and not extra  # the case's stored oracles apply
+                e = Execution(layer, fn_name, suite, case.name, dtype, cfg_text, form, adapter.backward_form,
+                              chunk_size, f"inputs rounded to {dtype}" if rounded else "",
+                              {n: seen[n] for n in inputs} if rounded else dict(case.inputs),
+                              {n: backend.values(outs[n]) for n in output_names if n in outs},
+                              oracle=case.oracle if own else None)
+                if backward:
+                    # The backward inputs: forward inputs plus the cotangents of the outputs
+                    # returned (dht only with ht); the stored oracle when they are all the case's.
+                    used = ["d" + n for n in outs if "d" + n in cots]
+                    e.backward_inputs = {n: (seen[n] if rounded else source[n]) for n in list(inputs) + used}
+                    e.grads = {n: backend.values(x) for n, x in grads.items()}
+                    if own and set(used) == set(cots):
+                        e.backward_oracle = case.backward_oracle
+                yield e
+
+
+def judge(e: Execution) -> Tuple[List[Row], List[Report]]:
+    """Judges one :class:`Execution` (the second half of :func:`run`): its outputs, then its
+    gradients, each with :func:`ttrcheck.check` against the oracle of the inputs it saw."""
+    fwd_oracle = e.oracle if e.oracle is not None else _oracle(e.layer, e.inputs, e.config, False)
+    name = f"{e.suite}.{e.case}"
+    rep = api.check(e.layer, e.inputs, e.outputs, dtype=e.dtype, config=e.config, form=e.form,
+                    chunk_size=e.chunk_size, oracle=fwd_oracle, name=name)
+    rows = _rows(rep, e.suite, e.case, e.dtype, "forward", e.note, e.outputs, fwd_oracle)
+    reports = [rep]
+    if e.backward_inputs is not None and e.grads is not None:
+        bwd_oracle = e.backward_oracle if e.backward_oracle is not None else \
+            _oracle(e.layer, e.backward_inputs, e.config, True)
+        brep = api.check(e.layer, e.backward_inputs, e.grads, dtype=e.dtype, config=e.config,
+                         form=e.backward_form or e.form, chunk_size=e.chunk_size, backward=True,
+                         oracle=bwd_oracle, name=name)
+        reports.append(brep)
+        rows += _rows(brep, e.suite, e.case, e.dtype, "backward", e.note, e.grads, bwd_oracle)
+    return rows, reports
+
+
+def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
+        dtypes: Sequence[str] = ("fp32",), backward: bool = True, seed: int = 0,
+        config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None, form: Optional[str] = None,
+        chunk_size: int = 64, cases: Optional[Sequence[str]] = None) -> Validation:
+    """The loop behind ``ttrcheck.torch.validate`` and :func:`validate_numpy` (see their
+    docs): :func:`execute`, then :func:`judge` each run."""
+    adapter = adapter or adapter_for(fn)
+    rows: List[Row] = []
+    reports: List[Report] = []
+    layer = layer or adapter.layer
+    for e in execute(fn, backend, layer, suites=suites, dtypes=dtypes, backward=backward, seed=seed, config=config,
+                     adapter=adapter, form=form, chunk_size=chunk_size, cases=cases):
+        r, rep = judge(e)
+        rows += r
+        reports += rep
+    return Validation(layer, getattr(fn, "__name__", type(fn).__name__), rows, reports)
 
 
 def validate_numpy(fn: Callable, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),

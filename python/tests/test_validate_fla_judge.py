@@ -1,0 +1,55 @@
+"""scripts/validate-fla --judge: runs captured elsewhere (here: NumPy ports through
+ttrcheck.harness.execute, as --capture saves FLA's runs on the GPU machine) judged by the
+script without torch: the same rows as judging in process, exit 1 on a failing run,
+exit 2 and one line on a file that is not a captured run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from test_harness_numpy import linear_attn
+from ttrcheck.fla import NATIVE
+from ttrcheck.harness import NumpyBackend, execute, validate_numpy
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "validate-fla")
+
+
+def capture(fn, folder, name):
+    os.makedirs(folder, exist_ok=True)
+    for e in execute(fn, NumpyBackend(), "linear_attn", suites=["tiny"], dtypes=["fp32"], form="sequential",
+                     adapter=NATIVE, with_oracle=False):
+        e.fn_name = name
+        e.save(os.path.join(folder, f"{name}.{e.suite}.{e.case}.{e.dtype}.npz"))
+
+
+def judge(*args):
+    return subprocess.run([sys.executable, SCRIPT, "--judge", *args], capture_output=True, text=True)
+
+
+def test_judged_rows_are_the_in_process_rows(tmp_path):
+    def with_dk_bug(**kw):
+        return linear_attn(**kw, bug="dk")
+    for fn, name, rc in ((linear_attn, "good_port", 0), (with_dk_bug, "dk_bug", 1)):
+        folder = str(tmp_path / name)
+        capture(fn, folder, name)
+        rows = str(tmp_path / f"{name}.jsonl")
+        p = judge(folder, "--jsonl", rows)
+        assert p.returncode == rc, p.stdout + p.stderr
+        got = [json.loads(line) for line in open(rows)]
+        inline = validate_numpy(fn, "linear_attn", suites=["tiny"], dtypes=["fp32"], form="sequential")
+        keys = ("suite", "case", "dtype", "direction", "tensor", "max_ratio", "verdict")
+        assert sorted(tuple(r[k] for k in keys) for r in got) == \
+            sorted(tuple(getattr(r, k) for k in keys) for r in inline.rows)
+        assert all(r["op"] == name for r in got)
+        assert {(r["direction"], r["tensor"]) for r in got if r["verdict"] == "FAIL"} == \
+            (set() if rc == 0 else {("backward", "dk")})
+
+
+def test_a_file_that_is_not_a_captured_run_exits_2_in_one_line(tmp_path):
+    bad = tmp_path / "chunk_kda.tiny.basic.bf16.npz"
+    bad.write_bytes(b"PK\x03\x04 truncated")
+    p = judge(str(bad))
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "chunk_kda.tiny.basic.bf16.npz: not a captured run" in p.stderr
