@@ -53,3 +53,25 @@ def test_a_file_that_is_not_a_captured_run_exits_2_in_one_line(tmp_path):
     p = judge(str(bad))
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "chunk_kda.tiny.basic.bf16.npz: not a captured run" in p.stderr
+
+
+def test_a_run_the_oracle_cannot_take_is_one_error_row_and_the_others_are_judged(tmp_path):
+    # As stress.value_edges cast to fp16 on the GPU: an input the op saw as +Inf.
+    from ttrcheck.harness import Execution
+    folder = tmp_path / "cap"
+    capture(linear_attn, str(folder), "port")
+    files = sorted(folder.glob("*.npz"))
+    assert len(files) == 2
+    e = Execution.load(str(files[0]))
+    e.inputs["v"] = e.inputs["v"].copy()
+    e.inputs["v"].flat[0] = float("inf")
+    e.save(str(files[0]))
+    rows = tmp_path / "rows.jsonl"
+    p = judge(str(folder), "--jsonl", str(rows))
+    assert p.returncode == 1, p.stdout + p.stderr
+    got = [json.loads(line) for line in open(rows)]
+    errors = [r for r in got if "error" in r]
+    assert len(errors) == 1 and errors[0]["case"] == e.case
+    assert errors[0]["error"].startswith("not judged:") and "'v'" in errors[0]["error"]
+    judged = {r["case"] for r in got if "error" not in r}
+    assert judged == {Execution.load(str(files[1])).case}
