@@ -54,14 +54,18 @@ Tier held_tier(Held held, const DomainContext& c) {
   return max_of(c.dtype) < max_of(compute) ? c.dtype : compute;
 }
 
+// The form whose conditions hold for a form: chunk_tf32_intra is the chunk backward with
+// some product operands rounded to TF32, the same intermediates within 2^-11.
+Form conditions_form(Form f) { return f == Form::chunk_tf32_intra ? Form::chunk : f; }
+
 }  // namespace
 
 bool DomainCondition::applies(const DomainContext& c) const {
-  return listed(forms, c.form) && listed(directions, c.direction);
+  return listed(forms, conditions_form(c.form)) && listed(directions, c.direction);
 }
 
 bool DomainGap::matches(const DomainContext& c) const {
-  return listed(forms, c.form) && listed(directions, c.direction);
+  return listed(forms, conditions_form(c.form)) && listed(directions, c.direction);
 }
 
 bool DomainGap::matches(const DomainContext& c, const Config& cfg) const {
@@ -157,7 +161,12 @@ double received_number(double x, const DomainContext& c) {
   return round_to(c.dtype == Tier::fp64 ? Tier::fp64 : one_token_at_a_time(c.form) ? c.dtype : Tier::fp32, x);
 }
 
-std::vector<DomainViolation> domain_violations(const LayerDomain& d, const DomainInputs& raw, const DomainContext& c) {
+std::vector<DomainViolation> domain_violations(const LayerDomain& d, const DomainInputs& raw,
+                                               const DomainContext& as_asked) {
+  // The conditions and their measures are derived per form; a form that computes
+  // another's intermediates is measured as that one.
+  DomainContext c = as_asked;
+  c.form = conditions_form(c.form);
   std::vector<DomainViolation> out;
   if (!d.covers(c, raw.cfg)) return out;
   const TensorMap<double> received = as_received(raw.tensors, c);

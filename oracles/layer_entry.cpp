@@ -62,7 +62,7 @@ Form parse_form(const std::string& s) {
     if (s == form_name(f)) return f;
   // FLA's and the papers' names of the one-token-at-a-time form (docs/architecture.md, "Names").
   if (s == "fused_recurrent" || s == "recurrent") return Form::sequential;
-  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan|chunk_unscaled|scan_unscaled|sequential_dg_sum)", s));
+  throw InputError(fmt::format("unknown form '{}' (sequential|chunk|scan|chunk_unscaled|scan_unscaled|sequential_dg_sum|chunk_tf32_intra)", s));
 }
 
 Direction parse_direction(const std::string& s) {

@@ -76,7 +76,7 @@ void unregister_layer(const std::string& name);
 // g++ 13 warn (-Wdangling-reference) at every `const LayerEntry& e = find_layer("…")`.
 const LayerEntry& find_layer(std::string_view name);
 // "sequential" (also FLA's "fused_recurrent" and "recurrent"), "chunk", "scan",
-// "chunk_unscaled", "scan_unscaled", "sequential_dg_sum".
+// "chunk_unscaled", "scan_unscaled", "sequential_dg_sum", "chunk_tf32_intra".
 Form parse_form(const std::string& s);
 Direction parse_direction(const std::string& s);
 

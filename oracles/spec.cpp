@@ -21,12 +21,14 @@ const char* form_name(Form f) {
     case Form::chunk_unscaled: return "chunk_unscaled";
     case Form::scan_unscaled: return "scan_unscaled";
     case Form::sequential_dg_sum: return "sequential_dg_sum";
+    case Form::chunk_tf32_intra: return "chunk_tf32_intra";
   }
   return "?";
 }
 
 bool sweeps_by_default(Form f) {
-  return f != Form::chunk_unscaled && f != Form::scan_unscaled && f != Form::sequential_dg_sum;
+  return f != Form::chunk_unscaled && f != Form::scan_unscaled && f != Form::sequential_dg_sum &&
+         f != Form::chunk_tf32_intra;
 }
 
 bool one_token_at_a_time(Form f) { return f == Form::sequential || f == Form::sequential_dg_sum; }

@@ -3,13 +3,15 @@
 
 #include "oracles/layers/adapter.hpp"
 #include "oracles/layers/delta_backward_forms.hpp"
+#include "oracles/layers/delta_tf32_intra_form.hpp"
 #include "reference/kda/backward.hpp"
 #include "reference/kda/chunk.hpp"
 #include "reference/kda/sequential.hpp"
 
 namespace ttr::layers {
 
-struct kda : delta_backward_forms<kda> {
+// chunk_tf32_intra: FLA's chunk_kda backward (delta_tf32_intra_form.hpp).
+struct kda : delta_backward_forms<kda>, delta_tf32_intra_form<kda> {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     const QK<T> qk = qk_of(in, cfg);

@@ -4,10 +4,13 @@
 // decay (PDN §3.4).
 #pragma once
 
+#include "oracles/layers/delta_tf32_intra_form.hpp"
 #include "oracles/layers/precond_common.hpp"
 
 namespace ttr::layers {
 
-struct precond_kda : precond_delta_adapter<Decay::per_key> {};
+// chunk_tf32_intra: FLA's chunk_precond_kda backward, whose intra-chunk products have
+// chunk_kda's structure (fla/ops/precond_kda/chunk_intra.py; delta_tf32_intra_form.hpp).
+struct precond_kda : precond_delta_adapter<Decay::per_key>, delta_tf32_intra_form<precond_kda> {};
 
 }  // namespace ttr::layers

@@ -75,7 +75,11 @@ FLA_OPS: Dict[str, Adapter] = {
     "fused_recurrent_gated_delta_rule": Adapter("gated_delta_rule", "sequential", _STATE, {}, _FINAL),
     "chunk_delta_rule": Adapter("delta_rule", "chunk", _STATE, {}, _FINAL),
     "fused_recurrent_delta_rule": Adapter("delta_rule", "sequential", _STATE, {}, _FINAL),
-    "chunk_kda": Adapter("kda", "chunk", _STATE, {}, _FINAL, fp32=("h0",),
+    # FLA's chunk_kda_bwd_intra forms the intra-chunk dq, dk across 16-token sub-chunks by
+    # tl.dot on fp32 operands (TF32 on Hopper) and dg from q*dq - k*dk: modelled by the
+    # backward form chunk_tf32_intra (reference/family/delta_chunk_backward.hpp,
+    # sub_chunk_products_backward_tf32; docs/validating-fla.md, "Failures").
+    "chunk_kda": Adapter("kda", "chunk", _STATE, {}, _FINAL, fp32=("h0",), backward_form="chunk_tf32_intra",
                          note="g is the final per-key log decay (use_gate_in_kernel=False, FLA's default); "
                               "initial_state in fp32 (FLA asserts it)"),
     "fused_recurrent_kda": Adapter("kda", "sequential", _STATE, {}, _FINAL),
@@ -102,6 +106,7 @@ FLA_OPS: Dict[str, Adapter] = {
     "fused_recurrent_precond_gated_delta_rule": Adapter("precond_gated_delta_rule", "sequential", _STATE, _NO_CENTRE,
                                                         _FINAL, outputs=_PRECOND_OUT),
     "chunk_precond_kda": Adapter("precond_kda", "chunk", _STATE, _NO_CENTRE, _FINAL, outputs=_PRECOND_OUT,
+                                 backward_form="chunk_tf32_intra",
                                  fp32=("h0",),
                                  note="FLA 0.6.0 always l2-normalises q and k here (our default); "
                                       "use_qk_l2norm_in_kernel=false is ignored by it; initial_state in fp32"),

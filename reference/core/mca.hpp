@@ -350,5 +350,19 @@ template <>
 struct policy_for<McaReal> {
   using type = McaPolicy;
 };
+// A TF32 operand inside a 16-bit kernel (policy.hpp, tf32_operand): perturbed at
+// 2^-11 where the run's narrowed values are 16-bit (the bf16/fp16 models), unchanged
+// otherwise (fp32, whose TF32 is the foreign tf32 policy's: every narrowed value there).
+// Keyed by the value, like narrow(): an operand read by two products rounds alike.
+template <>
+struct tf32_operand<McaPolicy> {
+  static McaReal round(const McaReal& x) {
+    const McaContext& c = mca_context();
+    if (c.store_format != McaFormat::bf16 && c.store_format != McaFormat::fp16) return x;
+    constexpr double u = 0x1p-11;
+    if (!mca_moves(x.value(), u, McaFormat::tf32)) return x;
+    return McaReal(mca_perturb_moving(x.value(), u, McaFormat::tf32, mca_key(c, 11, x.value())));
+  }
+};
 
 }  // namespace ttr

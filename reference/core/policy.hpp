@@ -75,6 +75,35 @@ struct policy_for<Float16<F>> {
 template <class Tier>
 using policy_for_t = typename policy_for<Tier>::type;
 
+// Rounds a float to TF32 (RNE; 10 explicit significand bits, fp32's exponent): what a
+// Hopper tensor core reads of an fp32 matrix-product operand when the product runs in
+// TF32 (Triton's default for an fp32 tl.dot). NaN and inf stay; overflow rounds to inf.
+inline float round_float_to_tf32(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u) return x;
+  u += 0xFFFu + ((u >> 13) & 1u);
+  u &= 0xFFFFE000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+// An fp32 operand of a tensor-core product inside a 16-bit kernel: a kernel that keeps
+// its operands in fp32 "for precision" (flash-linear-attention's chunk_kda_bwd_intra,
+// reference/family/delta_chunk_backward.hpp) still has them read as TF32. Identity
+// where the policy does not narrow (exact tiers; an fp32 kernel's own TF32 is the
+// foreign `tf32` policy's business, gate/policies.hpp); TF32 rounding under the 16-bit
+// policies; the Monte Carlo policy's is in mca.hpp.
+template <class P>
+struct tf32_operand {
+  static const typename P::acc& round(const typename P::acc& x) { return x; }
+};
+template <class F>
+struct tf32_operand<Mixed16Policy<F>> {
+  static float round(float x) { return round_float_to_tf32(x); }
+};
+
 // Rounds every element of a buffer to the policy's storage format.
 template <class P, class Range>
 void narrow_all(Range& xs) {

@@ -20,15 +20,17 @@ struct SequentialDeltaCore {
   }
 };
 
-// Under policy P (reference/core/policy.hpp), chunk size `chunk`.
+// Under policy P (reference/core/policy.hpp), chunk size `chunk`; tf32_sub > 0: the
+// form chunk_tf32_intra (FLA's KDA intra-chunk backward, delta_chunk_backward.hpp).
 template <class P>
 struct ChunkDeltaCore {
   int chunk;
+  int tf32_sub = 0;
   using A = typename P::acc;
   void operator()(Decay kind, const Tensor<A>& q, const Tensor<A>& k, const Tensor<A>& w, const Tensor<A>& v,
                   const Tensor<A>& beta, const Tensor<A>* g, const Tensor<A>* h0, const A& scale,
                   const Tensor<A>& do_, const Tensor<A>* dht, DeltaGrads<A>& out) const {
-    delta_chunk_backward<P>(kind, q, k, w, v, beta, g, h0, scale, chunk, do_, dht, out);
+    delta_chunk_backward<P>(kind, q, k, w, v, beta, g, h0, scale, chunk, do_, dht, out, tf32_sub);
   }
 };
 

@@ -39,7 +39,8 @@
 // Arithmetic policy P: what the forward narrows is narrowed the same way when
 // recomputed; in addition the cotangent do and dht are inputs (16-bit), dS_end is
 // read as a 16-bit operand (FLA stores dh per chunk as q.dtype), dΔ is stored in
-// 16 bits (dv2) and so is dWy (dw); the running dS carried between chunks, dA, the
+// 16 bits (dv2) and so is dWy (dw); the UT backward's dT, Tᵀ dT and dA are narrowed
+// (FLA casts each to q's dtype); the running dS carried between chunks, the
 // gate gradients and their reverse sum stay in acc (fp32); dq, dk, dw, dv, dβ are
 // written in 16 bits, dg and dh0 in acc (fp32, as FLA returns them for fp32 g, h0).
 //
@@ -58,9 +59,14 @@ namespace ttr {
 
 // Given dP for P_ts = Σ_d X_td Y_sd e^{b_td − b_sd} over the causal pairs (s < t when
 // strict, else s ≤ t), accumulates dX, dY and db (c×1 for scalar gates, c×K per key).
+// Each pair's db term is formed once and added to db_t and taken from db_s, so the two
+// cancel exactly in dg's reverse sum. `across` > 0 leaves out the pairs in different
+// sub-chunks of that size (t/across ≠ s/across): sub_chunk_products_backward_tf32
+// forms those.
 template <class A>
 void masked_decayed_products_backward(Decay kind, const Matrix<A>& X, const Matrix<A>& Y, const Matrix<A>& b,
-                                      bool strict, const Matrix<A>& dP, Matrix<A>& dX, Matrix<A>& dY, Matrix<A>& db) {
+                                      bool strict, const Matrix<A>& dP, Matrix<A>& dX, Matrix<A>& dY, Matrix<A>& db,
+                                      int across = 0) {
   const int c = X.rows, K = X.cols;
   // mutant backward-gate-exp-unmasked: the backward twin of gate-exp-unmasked —
   // e^{b_t − b_s} formed for every pair of the chunk and the causal mask applied by
@@ -84,7 +90,7 @@ void masked_decayed_products_backward(Decay kind, const Matrix<A>& X, const Matr
     return;
   }
   for (int t = 0; t < c; ++t)
-    for (int s = 0; s <= (strict ? t - 1 : t); ++s) {
+    for (int s = across > 0 ? t / across * across : 0; s <= (strict ? t - 1 : t); ++s) {
       const A& d = dP(t, s);
       for (int i = 0; i < K; ++i) {
         const A e = kind == Decay::none ? from_double<A>(1.0) : decay_between(b, t, s, i);
@@ -100,6 +106,70 @@ void masked_decayed_products_backward(Decay kind, const Matrix<A>& X, const Matr
     }
 }
 
+// The pairs masked_decayed_products_backward leaves out with `across` = sub (per-key
+// decay, s in an earlier sub-chunk than t), as flash-linear-attention's
+// chunk_kda_bwd_intra forms them (fla/ops/kda/chunk_intra.py): dX through the first row
+// n of t's sub-chunk, dX_t += e^{b_t − b_n} Σ_s dP_ts (Y_s ⊙ e^{b_n − b_s}), and dY
+// through the last row m of s's sub-chunk, dY_s += e^{b_m − b_s} Σ_t dP_ts (X_t ⊙
+// e^{b_t − b_m}), each a tl.dot on fp32 operands, which Hopper reads as TF32
+// (tf32_operand); db then comes from the identity's two sides, db_t += X_t ⊙ (dX_t's
+// part) and db_s −= Y_s ⊙ (dY_s's part), as FLA forms dg = q ⊙ dq − k ⊙ dk. Equal to the
+// shared-term pairs in exact arithmetic; in a 16-bit kernel the two sides round apart,
+// and dg's reverse sum keeps their difference, ~u_tf32 Σ|terms| — the whole of dg at a
+// row whose exact value cancels to 0 (t = 0 without an initial state).
+template <class P>
+void sub_chunk_products_backward_tf32(const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y,
+                                      const Matrix<typename P::acc>& b, const Matrix<typename P::acc>& dP, int sub,
+                                      Matrix<typename P::acc>& dX, Matrix<typename P::acc>& dY,
+                                      Matrix<typename P::acc>& db) {
+  using A = typename P::acc;
+  using std::exp;
+  using R = tf32_operand<P>;
+  const int c = X.rows, K = X.cols;
+  const A zero = from_double<A>(0.0);
+  std::vector<A> side(static_cast<std::size_t>(K));
+  Matrix<A> op;  // one sub-chunk's TF32 operand rows, formed once for its rows
+  // The dX side, sub-chunk [n, n + sub): its rows of dP against the rows s < n of
+  // Y ⊙ e^{b_n − b_s}.
+  for (int n = sub; n < c; n += sub) {
+    op.assign(n, K, zero);
+    for (int s = 0; s < n; ++s)
+      for (int i = 0; i < K; ++i) op(s, i) = R::round(Y(s, i) * exp(b(n, i) - b(s, i)));
+    for (int t = n; t < std::min(n + sub, c); ++t) {
+      std::fill(side.begin(), side.end(), zero);
+      for (int s = 0; s < n; ++s) {
+        const A d = R::round(dP(t, s));
+        for (int i = 0; i < K; ++i) mul_add_to(side[i], d, op(s, i));
+      }
+      for (int i = 0; i < K; ++i) {
+        const A part = side[i] * exp(b(t, i) - b(n, i));
+        dX(t, i) += part;
+        db(t, i) += X(t, i) * part;
+      }
+    }
+  }
+  // The dY side, sub-chunk ending at row m: its columns of dP against the rows t > m
+  // of X ⊙ e^{b_t − b_m}.
+  for (int s0 = 0; s0 + sub < c; s0 += sub) {
+    const int m = s0 + sub - 1;
+    op.assign(c, K, zero);
+    for (int t = m + 1; t < c; ++t)
+      for (int i = 0; i < K; ++i) op(t, i) = R::round(X(t, i) * exp(b(t, i) - b(m, i)));
+    for (int s = s0; s <= m; ++s) {
+      std::fill(side.begin(), side.end(), zero);
+      for (int t = m + 1; t < c; ++t) {
+        const A d = R::round(dP(t, s));
+        for (int i = 0; i < K; ++i) mul_add_to(side[i], d, op(t, i));
+      }
+      for (int i = 0; i < K; ++i) {
+        const A part = side[i] * exp(b(m, i) - b(s, i));
+        dY(s, i) += part;
+        db(s, i) -= Y(s, i) * part;
+      }
+    }
+  }
+}
+
 template <class P>
 struct DeltaChunkBackwardWork {
   using A = typename P::acc;
@@ -108,6 +178,7 @@ struct DeltaChunkBackwardWork {
       dwd, dwy, dt, dbk, dbv, da, tmp, dq, dk, dw, dv, db, dse_late;
   std::vector<A> dbeta, dg_carry;
   std::vector<std::vector<A>> states;
+  int tf32_sub = 0;  // > 0: the form chunk_tf32_intra, sub-chunks of this size
 };
 
 // One (batch, head) sequence. S0: the initial state. dS: on entry ∂L/∂S_T (zeros
@@ -151,6 +222,10 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
   const bool dq_first_intra = !mutated(Mutant::dq_first_token_intra_dropped);
   const bool offblock = !mutated(Mutant::wy_backward_offblock_dropped);
   const bool ut_transposed = mutated(Mutant::ut_adjoint_transposed);
+  // The form chunk_tf32_intra (w.tf32_sub > 0, per-key decay): the pairs across
+  // sub-chunks as FLA's KDA backward forms them (sub_chunk_products_backward_tf32).
+  const int across = w.tf32_sub > 0 && s.decay == Decay::per_key && !mutated(Mutant::backward_gate_exp_unmasked)
+                         ? w.tf32_sub : 0;
   // (No arithmetic here unless a mutant is on: the Monte Carlo tier perturbs every
   // operation, so an unused one would shift the error model's random stream.)
   const bool dbeta_flipped = mutated(Mutant::dbeta_sign_flipped);
@@ -241,7 +316,8 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     for (auto& x : w.dqd.a) x *= scale;
     chunk_gemm_nt<P>(w.dO, w.delta, w.dscores);
     for (auto& x : w.dscores.a) x *= scale;
-    masked_decayed_products_backward(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db);
+    masked_decayed_products_backward(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db, across);
+    if (across) sub_chunk_products_backward_tf32<P>(w.q, w.w, w.b, w.dscores, across, w.dq, w.dw, w.db);
     // mutant dq-first-token-intra-dropped: the chunk's first token gets no
     // intra-chunk part of dq (a loop over the score tile starting at row 1): one
     // row per chunk, which a whole-tensor relative RMS dilutes by √(T/C)/√T.
@@ -272,10 +348,16 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     chunk_gemm_nt<P>(w.dwy, w.bk, w.dt, true);
     chunk_gemm_tn<P>(w.t_inv, w.dwy, w.dbk);
     chunk_gemm_tn<P>(w.t_inv, w.ddelta, w.dbv);
+    // dT, the product Tᵀ dT and dA are each narrowed, as FLA's prepare_wy_repr_bwd
+    // casts them to T's (q's) dtype before each tl.dot and stores dA so
+    // (fla/ops/{delta_rule,gated_delta_rule}/wy_fast.py): with near-duplicate keys T is
+    // large and these three roundings are most of dβ's and dk's error.
     for (int t = 0; t < c; ++t)
       for (int j = t; j < c; ++j) w.dt(t, j) = zero;
+    narrow_all<P>(w.dt.a);
     if (!ut_transposed) {
       chunk_gemm_tn<P>(w.t_inv, w.dt, w.tmp);  // Tᵀ dT
+      narrow_all<P>(w.tmp.a);
       chunk_gemm_nt<P>(w.tmp, w.t_inv, w.da);  // (Tᵀ dT) Tᵀ
     } else {
       // mutant ut-adjoint-transposed: the adjoint of the inverse with its
@@ -285,7 +367,7 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
       chunk_gemm_nn<P>(w.tmp, w.t_inv, w.da);  // (T dTᵀ) T
     }
     for (int t = 0; t < c; ++t)
-      for (int j = 0; j < c; ++j) w.da(t, j) = j < t ? -w.da(t, j) : zero;
+      for (int j = 0; j < c; ++j) w.da(t, j) = j < t ? P::narrow(-w.da(t, j)) : zero;
     // mutant wy-backward-offblock-dropped: a UT backward that works on 16×16
     // sub-blocks of the chunk keeps only dA's diagonal blocks (the products across
     // sub-blocks are never formed): dk and dβ are right for C ≤ 16 and wrong at
@@ -317,7 +399,8 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
         mul_add_to(w.dbeta[t], w.da(t, j), w.a(t, j));
         w.da(t, j) *= beta[t];
       }
-    masked_decayed_products_backward(s.decay, w.k, w.w, w.b, true, w.da, w.dk, w.dw, w.db);
+    masked_decayed_products_backward(s.decay, w.k, w.w, w.b, true, w.da, w.dk, w.dw, w.db, across);
+    if (across) sub_chunk_products_backward_tf32<P>(w.k, w.w, w.b, w.da, across, w.dk, w.dw, w.db);
 
     // mutants dq-scale-twice / dq-scale-missing: dq multiplied by scale once more,
     // or left without it (FLA's `b_dq *= scale` applied twice, or skipped on a
@@ -358,14 +441,14 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
 }
 
 // Whole-tensor driver, the chunk counterpart of delta_backward (same arguments
-// plus the chunk size).
+// plus the chunk size; tf32_sub > 0 gives the form chunk_tf32_intra, above).
 template <class P>
 void delta_chunk_backward(Decay kind, const Tensor<typename P::acc>& q, const Tensor<typename P::acc>& k,
                           const Tensor<typename P::acc>& w, const Tensor<typename P::acc>& v,
                           const Tensor<typename P::acc>& beta, const Tensor<typename P::acc>* g,
                           const Tensor<typename P::acc>* h0, const typename P::acc& scale, int chunk,
                           const Tensor<typename P::acc>& do_, const Tensor<typename P::acc>* dht,
-                          DeltaGrads<typename P::acc>& out) {
+                          DeltaGrads<typename P::acc>& out, int tf32_sub = 0) {
   using A = typename P::acc;
   const std::int64_t B = q.dim(0), len = q.dim(1), H = q.dim(2);
   const int K = static_cast<int>(q.dim(3)), V = static_cast<int>(v.dim(3));
@@ -380,6 +463,7 @@ void delta_chunk_backward(Decay kind, const Tensor<typename P::acc>& q, const Te
   const std::vector<A> zeros(static_cast<std::size_t>(K) * V, zero);
   const SeqView<A> no_dg{nullptr, 0, 0};
   DeltaChunkBackwardWork<P> work;
+  work.tf32_sub = tf32_sub;
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h) {
       const DeltaSequence<A> s{seq(q, b, h), seq(k, b, h), seq(v, b, h), seq(w, b, h), seq(beta, b, h),

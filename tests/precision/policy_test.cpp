@@ -40,6 +40,39 @@ TEST(Policy, Bf16BitRoundingEqualsGenericRne) {
   }
 }
 
+// TF32 rounding (tf32_operand's, reference/core/policy.hpp) against an independent RNE
+// through frexp/nearbyint in double — 11 significant bits for normal values, a spacing of
+// 2^-136 below 2^-126 (TF32 has fp32's exponent range and 10 explicit bits) — on 2^20
+// float bit patterns spread over the encoding space, and hand-derived ties.
+TEST(Policy, Tf32BitRoundingEqualsGenericRne) {
+  const auto want = [](float x) -> double {  // double: a value past fp32's range stays a number
+    if (!std::isfinite(x) || x == 0.0f) return x;
+    int e;
+    const double m = std::frexp(static_cast<double>(x), &e);  // |m| in [0.5, 1)
+    const int keep = std::fabs(x) < std::numeric_limits<float>::min() ? e + 136 : 11;
+    return std::ldexp(std::nearbyint(std::ldexp(m, keep)), e - keep);
+  };
+  EXPECT_EQ(round_float_to_tf32(1.0f + 0x1p-11f), 1.0f);                         // tie, even below
+  EXPECT_EQ(round_float_to_tf32(1.0f + 0x1p-10f + 0x1p-11f), 1.0f + 0x1p-9f);    // tie, odd below
+  EXPECT_EQ(round_float_to_tf32(1.0f + 0x1p-11f + 0x1p-23f), 1.0f + 0x1p-10f);   // just above the tie
+  EXPECT_EQ(round_float_to_tf32(std::numeric_limits<float>::max()), std::numeric_limits<float>::infinity());
+  std::uint64_t state = 0xD1B54A32D192ED03ull;
+  for (int i = 0; i < (1 << 20); ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const float x = from_bits(static_cast<std::uint32_t>(state >> 32));
+    const float got = round_float_to_tf32(x);
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(got));
+      continue;
+    }
+    const double w = want(x);
+    if (std::fabs(w) <= std::numeric_limits<float>::max())
+      ASSERT_EQ(static_cast<double>(got), w) << "bits " << std::hex << (state >> 32);
+    else
+      ASSERT_EQ(got, std::copysign(std::numeric_limits<float>::infinity(), x)) << "bits " << std::hex << (state >> 32);
+  }
+}
+
 TEST(Policy, TiersMapToPolicies) {
   EXPECT_TRUE((std::is_same_v<policy_for_t<bfloat16>, Mixed16Policy<BF16Format>>));
   EXPECT_TRUE((std::is_same_v<policy_for_t<float16>, Mixed16Policy<FP16Format>>));

@@ -1,0 +1,138 @@
+// The backward form `chunk_tf32_intra` of kda (oracles/layers/delta_tf32_intra_form.hpp;
+// reference/family/delta_chunk_backward.hpp, sub_chunk_products_backward_tf32): the chunk
+// backward with the intra-chunk products across 16-token sub-chunks formed as
+// flash-linear-attention's chunk_kda_bwd_intra forms them — each side of the identity
+// dg = q ⊙ dq − k ⊙ dk from its own tl.dot on fp32 operands, which Hopper reads as TF32.
+// tests/backward/chunk_backward_test.cpp covers every backward form on the tiny suite,
+// where T < 16 leaves no pair across sub-chunks; here, on stress.chunk_boundary (T = 65,
+// K = V = 8, no initial state: two chunks, five sub-chunks):
+//  * in MPFR-256 the form is the exact adjoint (≤ 1e-60 of each tensor's largest value):
+//    the sub-chunk reference points e^{b_t − b_n} e^{b_n − b_s} are the pair's decay;
+//  * without h0 the exact dg at t = 0 is 0; the form's bf16 tier (TF32 operands, real
+//    rounding) leaves a residue there of the size TF32 rounding of the two sides gives,
+//    ~2^-11 Σ|terms| (docs/validating-fla.md, "Failures": FLA's own chunk_kda left
+//    1e-4..1e-3 of Σ|terms| on the H200); the plain chunk model, whose pair terms cancel
+//    exactly, fails that residue at t = 0 and the form's own model passes it;
+//  * the form's model still fails a planted error in one dg row and one dq row.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "gate/judge.hpp"
+#include "oracles/registry.hpp"
+#include "oracles/vectors.hpp"
+
+namespace ttr::test {
+namespace {
+
+struct Case {
+  const LayerEntry& e = find_layer("kda");
+  VectorCase c;
+  Config cfg;
+  Case() {
+    for (const VectorCase& v : suite_cases(e.spec, "stress"))
+      if (v.name == "chunk_boundary") c = v;
+    cfg = Config::make(e.spec, c.config);
+  }
+};
+
+double largest(const Tensor<double>& t) {
+  double m = 0.0;
+  for (double x : t.data) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+TEST(FlaKdaTf32Intra, MpfrFormIsTheExactAdjointAcrossSubChunks) {
+  const Case k;
+  ASSERT_EQ(k.c.name, "chunk_boundary");
+  const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, 3);
+  ASSERT_GT(in.at("q").dim(1), 32) << "the case must have pairs across 16-token sub-chunks";
+  const Arith mp{Tier::mpfr, 256};
+  const TensorMap<double> adj = run_layer(k.e, Form::sequential, mp, in, k.cfg, 64, Direction::backward).values;
+  const TensorMap<double> form = run_layer(k.e, Form::chunk_tf32_intra, mp, in, k.cfg, 64, Direction::backward).values;
+  for (const auto& [name, want] : adj) {
+    const Tensor<double>& got = form.at(name);
+    ASSERT_EQ(got.data.size(), want.data.size()) << name;
+    const double scale = largest(want);
+    for (std::size_t i = 0; i < want.data.size(); ++i)
+      ASSERT_NEAR(got.data[i], want.data[i], 1e-60 * scale) << name << "[" << i << "]";
+  }
+}
+
+TEST(FlaKdaTf32Intra, ChunkModelFailsTheTf32ResidueAtTokenZeroItsOwnModelPasses) {
+  const Case k;
+  int failed_by_chunk = 0;
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, seed);
+    ASSERT_FALSE(in.count("h0"));
+    const TensorMap<double> exact =
+        run_layer(k.e, Form::sequential, Arith{Tier::mpfr, 256}, in, k.cfg, 64, Direction::backward).values;
+    const TensorMap<double> cand =
+        run_layer(k.e, Form::chunk_tf32_intra, Arith{Tier::bf16, 0}, in, k.cfg, 64, Direction::backward).values;
+    // Token 0 (batch 0, head 0: the first K values of dg): exact 0, a residue in the
+    // candidate of at most a few u_tf32 of Σ_{s in the chunk} |q_s dq_s| + |k_s dk_s|.
+    const Tensor<double>& dg = cand.at("dg");
+    const std::int64_t K = dg.dim(3);
+    double residue = 0.0, terms = 0.0;
+    for (std::int64_t i = 0; i < K; ++i) {
+      EXPECT_EQ(exact.at("dg").data[static_cast<std::size_t>(i)], 0.0) << "exact dg_0 is 0 without h0";
+      residue = std::max(residue, std::fabs(dg.data[static_cast<std::size_t>(i)]));
+    }
+    for (std::int64_t t = 0; t < 64; ++t)
+      for (std::int64_t i = 0; i < K; ++i) {
+        const std::size_t r = static_cast<std::size_t>(t * K + i);
+        terms += std::fabs(in.at("q").data[r] * exact.at("dq").data[r]) +
+                 std::fabs(in.at("k").data[r] * exact.at("dk").data[r]);
+      }
+    EXPECT_GT(residue, 0.0) << "seed " << seed << ": the two sides rounded apart leave a residue";
+    EXPECT_LT(residue, 8 * std::ldexp(1.0, -11) * terms) << "seed " << seed << ": a residue beyond TF32's size";
+    Judge judge(k.e, in, k.cfg, Arith{Tier::mpfr, 256}, Direction::backward);
+    ModelSpec ms;
+    ms.direction = Direction::backward;
+    ms.dtype = Tier::bf16;
+    ms.form = Form::chunk_tf32_intra;
+    for (const TensorVerdict& t : judge(cand, ms).tensors)
+      EXPECT_TRUE(t.pass) << "seed " << seed << ": " << t.name << " ratio " << t.max_ratio << " under its own model";
+    ms.form = Form::chunk;
+    for (const TensorVerdict& t : judge(cand, ms).tensors)
+      if (t.name == "dg" && !t.pass) {
+        ++failed_by_chunk;
+        EXPECT_EQ(t.worst.t, 0) << "seed " << seed << ": the chunk model's failing dg row is token 0";
+      }
+  }
+  EXPECT_GE(failed_by_chunk, 3) << "the plain chunk model should fail the TF32 residue at t = 0 on most seeds";
+}
+
+TEST(FlaKdaTf32Intra, ItsModelStillFailsPlantedRows) {
+  const Case k;
+  const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, 5);
+  const TensorMap<double> good =
+      run_layer(k.e, Form::chunk_tf32_intra, Arith{Tier::bf16, 0}, in, k.cfg, 64, Direction::backward).values;
+  Judge judge(k.e, in, k.cfg, Arith{Tier::mpfr, 256}, Direction::backward);
+  ModelSpec ms;
+  ms.direction = Direction::backward;
+  ms.dtype = Tier::bf16;
+  ms.form = Form::chunk_tf32_intra;
+  const std::int64_t K = good.at("dg").dim(3);
+  for (const char* name : {"dg", "dq"}) {
+    TensorMap<double> bad = good;
+    // Row t = 40 (the first chunk's third sub-chunk), every channel: × 1.5, and dg, whose
+    // row may be near 0, also shifted by 5 % of its largest value.
+    const double shift = std::string(name) == "dg" ? 0.05 * largest(good.at(name)) : 0.0;
+    for (std::int64_t i = 0; i < K; ++i) {
+      double& x = bad.at(name).data[static_cast<std::size_t>(40 * K + i)];
+      x = 1.5 * x + shift;
+    }
+    bool failed = false;
+    for (const TensorVerdict& t : judge(bad, ms).tensors)
+      if (t.name == name) {
+        failed = !t.pass;
+        EXPECT_EQ(t.worst.t, 40) << name;
+      }
+    EXPECT_TRUE(failed) << "a planted error in " << name << " row 40 passed the form's model";
+  }
+}
+
+}  // namespace
+}  // namespace ttr::test
