@@ -28,20 +28,25 @@
 
 namespace ttr {
 
-// Rounds a float to bfloat16 (RNE) by bit manipulation: the hot path of the bf16
-// policy. Same result as BF16Format::round for every float (NaN stays NaN;
-// overflow past bf16's largest finite value gives ±inf by carrying into the
-// exponent, as RNE requires).
-inline float round_float_to_bf16(float x) {
+// Rounds a float to nearest-even, keeping all but its `Drop` low significand bits, by
+// bit manipulation: NaN and inf stay, and a carry out of the significand moves into the
+// exponent, so a value past the narrower format's largest finite one becomes ±inf, as
+// RNE requires.
+template <int Drop>
+inline float round_float_dropping(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, 4);
   if ((u & 0x7F800000u) == 0x7F800000u) return x;  // inf or NaN
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  u &= 0xFFFF0000u;
+  u += ((1u << (Drop - 1)) - 1u) + ((u >> Drop) & 1u);
+  u &= ~((1u << Drop) - 1u);
   float r;
   std::memcpy(&r, &u, 4);
   return r;
 }
+
+// bfloat16 (7 explicit significand bits): the hot path of the bf16 policy; the same
+// result as BF16Format::round for every float.
+inline float round_float_to_bf16(float x) { return round_float_dropping<16>(x); }
 
 // acc == storage: nothing to narrow.
 template <class Acc>
@@ -75,19 +80,10 @@ struct policy_for<Float16<F>> {
 template <class Tier>
 using policy_for_t = typename policy_for<Tier>::type;
 
-// Rounds a float to TF32 (RNE; 10 explicit significand bits, fp32's exponent): what a
-// Hopper tensor core reads of an fp32 matrix-product operand when the product runs in
-// TF32 (Triton's default for an fp32 tl.dot). NaN and inf stay; overflow rounds to inf.
-inline float round_float_to_tf32(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7F800000u) == 0x7F800000u) return x;
-  u += 0xFFFu + ((u >> 13) & 1u);
-  u &= 0xFFFFE000u;
-  float r;
-  std::memcpy(&r, &u, 4);
-  return r;
-}
+// TF32 (10 explicit significand bits, fp32's exponent): what a Hopper tensor core reads
+// of an fp32 matrix-product operand when the product runs in TF32 (Triton's default for
+// an fp32 tl.dot).
+inline float round_float_to_tf32(float x) { return round_float_dropping<13>(x); }
 
 // An fp32 operand of a tensor-core product inside a 16-bit kernel: a kernel that keeps
 // its operands in fp32 "for precision" (flash-linear-attention's chunk_kda_bwd_intra,
