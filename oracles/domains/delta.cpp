@@ -397,7 +397,8 @@ LayerDomain delta(const LayerSpec& s, DeltaStep step) {
   if (step.preconditioned)
     add("preconditioner adjoint",
         "max over t, i of the terms of dr = −log(x)B k dw/(1 + |r|)², dA += dr/(A_t + eps) (carried, ×e^{g_atk}), "
-        "dg_atk = Σ dA e^{g_atk}A_{t−1}, dβ_atk = Σ dA k², dk = B dw + 2β_atk k dA, dc = Σ dr; ‖dw_t‖ ≤ D′_tΔ_t",
+        "dg_atk = Σ dA e^{g_atk}A_{t−1} (chunk form: the reverse running sum of Σ ρA − β_atk k² dA, ρ = dr/(A_t + eps), "
+        "with the same partial sums), dβ_atk = Σ dA k², dk = B dw + 2β_atk k dA, dc = Σ dr; ‖dw_t‖ ≤ D′_tΔ_t",
         "the preconditioner's backward (reference/family/atk_backward.hpp), run on the write key's gradient in both "
         "forms", {Form::sequential, Form::chunk}, Held::compute, [](const Bounds& b) { return b.precond_grads; });
   // Chunk backward, per chunk from D_end (the adjoint bound at the chunk's end) and

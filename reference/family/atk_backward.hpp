@@ -15,6 +15,19 @@
 // PDN App. D, Fig. 9 (b), step 5 (atk_backward) returns the same dk_atk, dbeta_atk,
 // dg_atk, d_log_A_scale, chunkwise.
 //
+// dg_atk two ways (equal in exact arithmetic):
+//  * direct (the oracle's): dga_t = D_t · e^{ga_t} A_{t-1}, with D_t the carried
+//    adjoint above; without an initial A state dga_0 = 0 exactly;
+//  * by reverse running sum (`DgAtk::reverse_sum`, the chunk forms'): with
+//    G_t = Σ_{τ≤t} ga_τ, ∂L/∂G_s = Σ_i ρ_s A_s − U_s D_s (ρ_s = ∂L/∂A_s directly:
+//    dr/(A_s + eps), plus dA_T at the last token; U_s = βa_s k_s²) and
+//    dga_t = Σ_{s≥t} ∂L/∂G_s. Telescoping D_t A_t − D_{t+1} A_{t+1} = ρ_t A_t − D_{t+1} U_{t+1}
+//    gives the direct form. flash-linear-attention's chunk_atk_bwd forms dg this way
+//    (tl.cumsum(reverse=True) inside a chunk, the chunk sums across chunks), so where
+//    the truth is 0 (token 0) its value is the rounding residue of Σ_s ∂L/∂G_s, which a
+//    model of the direct form, exactly 0 there, cannot cover (docs/validating-fla.md,
+//    "Failures": dg_atk at token 0).
+//
 // Stored vs recomputed: a forward sweep stores A_{t-1} (T·K values per sequence);
 // the backward recomputes A_t, r_t, s_t, B_t from it as the forward does.
 #pragma once
@@ -26,13 +39,16 @@
 
 namespace ttr {
 
+enum class DgAtk { direct, reverse_sum };
+
 // dk_atk [B,T,H,K]: the preconditioner's part of dk (the caller adds the delta core's).
 // dg_atk, dbeta_atk [B,T,H]; dA0 [B,H,K]; dcenter [H] (summed over batch, tokens, channels).
 template <class T>
 void atk_write_keys_backward(const Tensor<T>& k, const Tensor<T>& g_atk, const Tensor<T>& beta_atk,
                              const std::vector<T>& center, const Tensor<T>* A0, const T& log_x, const T& eps,
                              const Tensor<T>& dk_tilde, const Tensor<T>* dA_final, Tensor<T>& dk_atk,
-                             Tensor<T>& dg_atk, Tensor<T>& dbeta_atk, Tensor<T>& dA0, Tensor<T>& dcenter) {
+                             Tensor<T>& dg_atk, Tensor<T>& dbeta_atk, Tensor<T>& dA0, Tensor<T>& dcenter,
+                             DgAtk dg_route = DgAtk::direct) {
   using std::abs;
   using std::exp;
   using std::log;
@@ -64,10 +80,11 @@ void atk_write_keys_backward(const Tensor<T>& k, const Tensor<T>& g_atk, const T
       // Backward sweep.
       T* dA = state_block(dA0, b, h);
       T& dc = dcenter.data[static_cast<std::size_t>(h)];
+      T dG_sum = zero;  // Σ_{s>t} ∂L/∂G_s (reverse_sum)
       for (std::int64_t t = len - 1; t >= 0; --t) {
         const T decay = exp(ga.at(t));
         const T& w = ba.at(t);
-        T dg_t = zero, db_t = zero;
+        T dg_t = zero, db_t = zero, dG_t = zero;
         for (int i = 0; i < K; ++i) {
           const T& Ap = prev[static_cast<std::size_t>(t) * K + i];
           const T& ki = ks.row(t)[i];
@@ -80,12 +97,23 @@ void atk_write_keys_backward(const Tensor<T>& k, const Tensor<T>& g_atk, const T
           T dki = Bt * dkti;
           const T dr = -(log_x * Bt * ki * dkti) / (ar * ar);
           dc -= dr;
-          dA[i] += dr / (At + eps);
-          mul_add_to(dg_t, dA[i], decay * Ap);
+          const T rho = dr / (At + eps);
+          dA[i] += rho;
+          if (dg_route == DgAtk::reverse_sum) {
+            // ρ_t A_t − U_t D_t; at the last token the carried dA_T is direct too (ρ = D).
+            mul_add_to(dG_t, t == len - 1 ? dA[i] : rho, At);
+            mul_add_to(dG_t, -(w * (ki * ki)), dA[i]);
+          } else {
+            mul_add_to(dg_t, dA[i], decay * Ap);
+          }
           mul_add_to(db_t, dA[i], ki * ki);
           mul_add_to(dki, two * w * ki, dA[i]);
           dks.row(t)[i] = dki;
           scale_by(dA[i], decay);
+        }
+        if (dg_route == DgAtk::reverse_sum) {
+          dG_sum += dG_t;
+          dg_t = dG_sum;
         }
         dga.at(t) = dg_t;
         dba.at(t) = db_t;

@@ -10,8 +10,12 @@
 //      (FLA's initial_A_state) and dlog_atk_scale [H] (the centre c per head;
 //      meaningful when log_atk_scale is a tensor input);
 //   4. dk = dk (read) + dk_atk.
+// Around the chunk core (the kernels' form) dg_atk is the reverse running sum of the
+// log-gate gradients, as FLA's chunk_atk_bwd forms it; around the sequential adjoint
+// (the oracle's) it is formed directly (atk_backward.hpp says why it matters at t = 0).
 #pragma once
 
+#include <type_traits>
 #include <utility>
 
 #include "reference/family/atk_backward.hpp"
@@ -45,8 +49,9 @@ void precond_delta_backward(const PrecondDelta<T>& a, const PrecondDeltaCotangen
   atk_write_keys(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, k_tilde, A_final);
   DeltaGrads<T> gr;
   core(a.decay, a.q, a.k, k_tilde, a.v, a.beta, &a.g, a.h0, a.scale, cot.o, cot.ht, gr);
+  constexpr DgAtk route = std::is_same_v<Core, SequentialDeltaCore> ? DgAtk::direct : DgAtk::reverse_sum;
   atk_write_keys_backward(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, gr.dw, cot.A_final, dk_atk,
-                          g.dg_atk, g.dbeta_atk, g.dA0, g.dlog_atk_scale);
+                          g.dg_atk, g.dbeta_atk, g.dA0, g.dlog_atk_scale, route);
   add_into(gr.dk, dk_atk);
   g.dq = std::move(gr.dq), g.dk = std::move(gr.dk), g.dv = std::move(gr.dv), g.dg = std::move(gr.dg);
   g.dbeta = std::move(gr.dbeta), g.dh0 = std::move(gr.dh0);
