@@ -23,7 +23,7 @@ Command add_oracle(CLI::App& app) {
   cmd->add_option("--out", o->out, "outputs (safetensors, F64)")->required();
   cmd->add_option("--bits", o->bits, "MPFR precision in bits (at least this many are used)")
       ->check(CLI::Range(24u, 100000u));
-  cmd->add_flag("--certified", o->certified, "also write an MPFI enclosure '<name>.lower'/'<name>.upper' per output");
+  cmd->add_flag("--certified", o->certified, "also write an MPFI enclosure '<name>.lower'/'<name>.upper' per output (sequential form only)");
   cmd->add_option("--form", o->form, "sequential|chunk|scan");
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--oracle-tier", o->oracle_tier,

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "oracles/error.hpp"
 #include "oracles/slices.hpp"
 #include "oracles/varlen.hpp"
 
@@ -46,6 +47,9 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   // Every (sequence, head) its own run, on all cores, in the tier the request
   // asks for (oracles/oracle_tier.hpp, oracles/slices.hpp): bit-identical to one
   // run over the batch, whatever the thread count.
+  if (opt.certified && opt.form != Form::sequential)
+    throw InputError(fmt::format("--certified encloses the sequential form (the oracle) only, not the {} form",
+                                 form_name(opt.form)));
   OracleRequest req;
   req.mode = opt.mode;
   req.bits = opt.bits;

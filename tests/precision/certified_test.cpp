@@ -110,6 +110,24 @@ TEST_P(PrecisionCertified, EnclosureContains512BitValue) {
   }
 }
 
+// The enclosure is of the oracle, the sequential form (tiers.def: MPFI serves it
+// only): a chunk or scan form with --certified is refused with one line and exit 2,
+// and the output path is left untouched.
+TEST_F(PrecisionCertified, OtherFormsAreRefused) {
+  const fs::path in = dir_->path() / "v" / "gated_delta_rule.tiny.basic.inputs.safetensors";
+  ASSERT_TRUE(fs::exists(in)) << in;
+  TempDir work;
+  const std::string out = work / "certified.safetensors";
+  const CliResult r = run_cli({"oracle", "--certified", "--form", "chunk", "--chunk-size", "4", "--layer",
+                               "gated_delta_rule", "--in", in.string(), "--out", out});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--certified encloses the sequential form (the oracle) only, not the chunk form"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllLayers, PrecisionCertified, ::testing::ValuesIn(ttr::test::mpfr_layer_names()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
