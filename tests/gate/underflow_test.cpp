@@ -13,7 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "reference/core/mca.hpp"
 #include "tests/support/cli.hpp"
@@ -52,6 +58,43 @@ TEST(McaUnderflow, SubnormalRangeIsPerturbedAbsolutely) {
 
 // The fuzz findings replay through `ttrcheck run` + `ttrcheck check` and pass in
 // both dtypes at the chunk sizes they were found at.
+// The Monte Carlo tier's power-of-two scaling (mca_exponent, mca_ldexp: the exponent
+// field read and written directly) gives std::frexp's exponent and std::ldexp's value,
+// bit for bit, on random doubles of every binade and sign, scaled by every shift that
+// keeps, leaves or crosses the normal range, and on zeros, subnormals, ±inf and NaN.
+TEST(McaUnderflow, ExponentFieldScalingEqualsTheLibrary) {
+  const auto same = [](double a, double b) {
+    std::uint64_t x, y;
+    std::memcpy(&x, &a, sizeof x);
+    std::memcpy(&y, &b, sizeof y);
+    return x == y || (std::isnan(a) && std::isnan(b));
+  };
+  std::vector<double> xs = {0.0, -0.0, 0x1p-1074, -0x1p-1074, 0x1p-1022, 0x1.fffffffffffffp-1023, 0x1p-1023,
+                            1.0, -1.0, 0.5, 0x1.fffffffffffffp+1023, -0x1p+1023,
+                            std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::quiet_NaN()};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    std::uint64_t b = rng();
+    double x;
+    std::memcpy(&x, &b, sizeof x);
+    xs.push_back(x);
+  }
+  const int shifts[] = {0, 1, -1, 7, -7, 52, -52, 300, -300, 1022, -1022, 1023, -1023, 1074, -1074, 1075,
+                        -1075, 2046, -2046, 2100, -2100, 1 << 20, -(1 << 20)};
+  int checked = 0;
+  for (double x : xs) {
+    int e_lib = 0;
+    if (x != 0.0 && std::isfinite(x)) std::frexp(x, &e_lib);
+    ASSERT_EQ(mca_exponent(x), e_lib) << x;
+    for (int s : shifts) {
+      ASSERT_TRUE(same(mca_ldexp(x, s), std::ldexp(x, s))) << x << " * 2^" << s;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(xs.size() * std::size(shifts)));
+}
+
 TEST(McaUnderflow, GdnChunkFormWithSubnormalDecaysPassesTheCheck) {
   const TempDir dir;
   struct Finding {
