@@ -24,6 +24,8 @@ def linear_attn(q, k, v, h0=None, scale=None, bug=None):
         o[:, t] = np.einsum("bhkv,bhk->bhv", S, s * q[:, t])
     if bug == "forward":
         o[0, T - 1] *= 1.5
+    if bug == "row1":
+        o[1, T - 1] *= 1.5
 
     def vjp(cot):
         do, G = cot["do"], cot.get("dht", np.zeros_like(S)).astype(q.dtype)
@@ -175,3 +177,31 @@ def test_loading_a_file_that_is_not_a_captured_run_raises_input_error(tmp_path):
     np.savez(str(tmp_path / "y.npz"), a=np.zeros(2))
     with pytest.raises(ttrcheck.InputError, match="y.npz: not a captured run"):
         Execution.load(str(tmp_path / "y.npz"))
+
+
+def test_sampled_slices_are_judged_and_named_in_the_runs_coordinates():
+    """`sample` keeps batch rows x heads of each run after the function ran on the whole
+    case (production shapes): the kept slices are judged forward and backward, and a
+    planted error at (b = 1, t = T-1) fails when row 1 is kept, named at the run's own
+    (b, t, h), and is not judged when only row 0 is."""
+    case = next(c for c in ttrcheck.vectors("linear_attn", "tiny") if c.dims["B"] == 2)
+    T = case.dims["T"]
+    kw = dict(suites=["tiny"], cases=[case.name], dtypes=["fp64"], form="sequential")
+    r = validate_numpy(linear_attn, "linear_attn", sample={"b": [1], "h": [0]}, **kw)
+    assert r.passed, str(r)
+    judged = {(x.direction, x.tensor) for x in r.rows if x.verdict != "absent"}
+    assert {("forward", "o"), ("backward", "dq"), ("backward", "dk"), ("backward", "dh0")} <= judged
+    assert all("slices b [1] x h [0]" in x.note for x in r.rows)
+    assert all(x.worst[0] == 1 for x in r.rows if x.worst is not None)
+    r = validate_numpy(lambda **a: linear_attn(**a, bug="row1"), "linear_attn", sample={"b": [1], "h": [0]}, **kw)
+    (row,) = [x for x in r.failures if x.direction == "forward"]
+    assert (row.tensor, row.worst[0], row.worst[1], row.worst[2]) == ("o", 1, T - 1, 0)
+    r = validate_numpy(lambda **a: linear_attn(**a, bug="row1"), "linear_attn", sample={"b": [0], "h": [0]}, **kw)
+    assert r.passed, str(r)
+
+
+def test_sample_outside_the_run_is_bad_input():
+    case = next(c for c in ttrcheck.vectors("linear_attn", "tiny") if c.dims["B"] == 2)
+    with pytest.raises(ttrcheck.InputError, match=r"sample: b \[2\] outside '\w+' of shape"):
+        validate_numpy(linear_attn, "linear_attn", suites=["tiny"], cases=[case.name], dtypes=["fp64"],
+                       form="sequential", sample={"b": [2], "h": [0]})

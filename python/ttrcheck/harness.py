@@ -7,7 +7,7 @@ dtype; its outputs and the gradients its backend takes for the cotangents `vecto
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -194,6 +194,7 @@ class Execution:
     grads: Optional[Dict[str, np.ndarray]] = None
     oracle: Optional[api.Tensors] = None           # the case's stored oracles where they apply (not saved)
     backward_oracle: Optional[api.Tensors] = None
+    sample: Optional[Dict[str, List[int]]] = None  # {"b": [...], "h": [...]}: the slices kept (see execute)
 
     _GROUPS = ("inputs", "outputs", "backward_inputs", "grads")
 
@@ -205,7 +206,7 @@ class Execution:
         import json
         import os
         meta = {k: getattr(self, k) for k in ("layer", "fn_name", "suite", "case", "dtype", "config", "form",
-                                              "backward_form", "chunk_size", "note")}
+                                              "backward_form", "chunk_size", "note", "sample")}
         meta["widened"], meta["shared"] = [], []
         arrays = {}
         for g in self._GROUPS:
@@ -253,14 +254,49 @@ class Execution:
             raise InputError(f"{path}: not a captured run ({e})") from None
 
 
+def _sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]],
+             batch: int) -> Callable[[str, np.ndarray], np.ndarray]:
+    """The slices (batch rows × heads) `sample` keeps, as a function of a tensor's name and
+    values. Every layer's (b, h) slices are independent — each head of each batch row has
+    its own state — so a slice's outputs, and its gradients under the slice's cotangents,
+    are those of the whole run: judging the slices judges the run there, at a fraction of
+    the oracle's and the model's cost (production shapes). Not for varlen batches (their
+    sequences share the batch row) or a per-head input whose gradient sums over the batch
+    unless every row is kept."""
+    dims = {t.name: t.dims for t in spec.inputs + spec.outputs + spec.cotangents + spec.gradients}
+    per_head = {t.name for t in spec.inputs if t.differentiable} | {"d" + t.name for t in spec.inputs}
+    keep = {"B": [int(b) for b in sample.get("b", [])], "H": [int(h) for h in sample.get("h", [])]}
+    if not keep["B"] or not keep["H"]:
+        raise InputError("sample: give the batch rows and the heads to keep, e.g. {'b': [0, 3], 'h': [0, 7]}")
+
+    def take(name: str, a: np.ndarray) -> np.ndarray:
+        if name == "cu_seqlens":
+            raise InputError("sample: a varlen batch (cu_seqlens) cannot be sampled by batch row")
+        d = dims.get(name)
+        if d is None or len(d) != np.ndim(a):
+            raise InputError(f"sample: no dims known for '{name}' of shape {np.shape(a)}")
+        for axis, sym in enumerate(d):
+            if sym in keep:
+                if max(keep[sym]) >= a.shape[axis] or min(keep[sym]) < 0:
+                    raise InputError(f"sample: {sym.lower()} {keep[sym]} outside '{name}' of shape {a.shape}")
+                a = np.take(a, keep[sym], axis=axis)
+        if "H" in d and "B" not in d and name in per_head and len(set(keep["B"])) < batch:
+            raise InputError(f"sample: '{name}' is per head and its gradient sums over the batch: keep every row")
+        return a
+    return take
+
+
 def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
             dtypes: Sequence[str] = ("fp32",), backward: bool = True, seed: int = 0,
             config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None, form: Optional[str] = None,
             chunk_size: int = 64, cases: Optional[Sequence[str]] = None,
-            with_oracle: bool = True) -> Iterator[Execution]:
+            with_oracle: bool = True, sample: Optional[Mapping[str, Sequence[int]]] = None) -> Iterator[Execution]:
     """Runs `fn` on every case and dtype (the first half of :func:`run`), one
     :class:`Execution` at a time; with ``with_oracle=False`` no oracle is computed here
-    (capture on the kernel's machine, judge elsewhere)."""
+    (capture on the kernel's machine, judge elsewhere). ``sample={"b": [...], "h": [...]}``
+    keeps those batch rows × heads of every tensor after the run (the function still
+    runs on the whole case), so that a production-size run is judged on a few slices;
+    the rows name the run's own (b, t, h)."""
     adapter = adapter or adapter_for(fn)
     fn_name = getattr(fn, "__name__", type(fn).__name__)
     layer = layer or adapter.layer
@@ -300,18 +336,32 @@ def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suit
                 unknown = set(outs) - set(output_names)
                 if unknown:
                     raise InputError(f"{fn_name} returned {sorted(unknown)}; {layer}'s outputs are {output_names}")
-                own = not rounded and not extra  # the case's stored oracles apply
+                own = not rounded and not extra and not sample  # the case's stored oracles apply
+                note = f"inputs rounded to {dtype}" if rounded else ""
+                out_vals = {n: backend.values(x) for n, x in outs.items()}
+                grad_vals = {n: backend.values(x) for n, x in grads.items()} if backward else None
+                case_inputs, src = dict(case.inputs), source
+                if sample:
+                    batch = next(np.shape(seen[t.name])[0] for t in spec.inputs
+                                 if t.name in seen and t.dims[:1] == ("B",))
+                    take = _sampler(spec, sample, batch)
+                    seen = {n: take(n, a) for n, a in seen.items()}
+                    case_inputs = {n: take(n, np.asarray(a)) for n, a in case_inputs.items()}
+                    src = {n: take(n, np.asarray(a)) for n, a in source.items()}
+                    out_vals = {n: take(n, a) for n, a in out_vals.items()}
+                    grad_vals = {n: take(n, a) for n, a in grad_vals.items()} if backward else None
+                    note = ", ".join(x for x in (note, f"slices b {list(sample['b'])} x h {list(sample['h'])}") if x)
                 e = Execution(layer, fn_name, suite, case.name, dtype, cfg_text, form, adapter.backward_form,
-                              chunk_size, f"inputs rounded to {dtype}" if rounded else "",
-                              {n: seen[n] for n in inputs} if rounded else dict(case.inputs),
-                              {n: backend.values(outs[n]) for n in output_names if n in outs},
-                              oracle=case.oracle if own else None)
+                              chunk_size, note, {n: seen[n] for n in inputs} if rounded else case_inputs,
+                              {n: out_vals[n] for n in output_names if n in out_vals},
+                              oracle=case.oracle if own else None,
+                              sample={"b": list(sample["b"]), "h": list(sample["h"])} if sample else None)
                 if backward:
                     # The backward inputs: forward inputs plus the cotangents of the outputs
                     # returned (dht only with ht); the stored oracle when they are all the case's.
                     used = ["d" + n for n in outs if "d" + n in cots]
-                    e.backward_inputs = {n: (seen[n] if rounded else source[n]) for n in list(inputs) + used}
-                    e.grads = {n: backend.values(x) for n, x in grads.items()}
+                    e.backward_inputs = {n: (seen[n] if rounded else src[n]) for n in list(inputs) + used}
+                    e.grads = grad_vals
                     if own and set(used) == set(cots):
                         e.backward_oracle = case.backward_oracle
                 yield e
@@ -334,13 +384,18 @@ def judge(e: Execution) -> Tuple[List[Row], List[Report]]:
                          oracle=bwd_oracle, name=name)
         reports.append(brep)
         rows += _rows(brep, e.suite, e.case, e.dtype, "backward", e.note, e.grads, bwd_oracle)
+    if e.sample:  # the slices' (b, h) back to the run's own
+        b_of, h_of = e.sample["b"], e.sample["h"]
+        rows = [replace(r, worst=(b_of[r.worst[0]], r.worst[1], h_of[r.worst[2]]))
+                if r.worst is not None and len(r.worst) == 3 else r for r in rows]
     return rows, reports
 
 
 def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
         dtypes: Sequence[str] = ("fp32",), backward: bool = True, seed: int = 0,
         config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None, form: Optional[str] = None,
-        chunk_size: int = 64, cases: Optional[Sequence[str]] = None) -> Validation:
+        chunk_size: int = 64, cases: Optional[Sequence[str]] = None,
+        sample: Optional[Mapping[str, Sequence[int]]] = None) -> Validation:
     """The loop behind ``ttrcheck.torch.validate`` and :func:`validate_numpy` (see their
     docs): :func:`execute`, then :func:`judge` each run."""
     adapter = adapter or adapter_for(fn)
@@ -348,7 +403,7 @@ def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: 
     reports: List[Report] = []
     layer = layer or adapter.layer
     for e in execute(fn, backend, layer, suites=suites, dtypes=dtypes, backward=backward, seed=seed, config=config,
-                     adapter=adapter, form=form, chunk_size=chunk_size, cases=cases):
+                     adapter=adapter, form=form, chunk_size=chunk_size, cases=cases, sample=sample):
         r, rep = judge(e)
         rows += r
         reports += rep
@@ -359,10 +414,12 @@ def validate_numpy(fn: Callable, layer: Optional[str] = None, *, suites: Sequenc
                    dtypes: Sequence[str] = ("fp32",), backward: bool = True, seed: int = 0,
                    config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None,
                    form: Optional[str] = None, chunk_size: int = 64,
-                   cases: Optional[Sequence[str]] = None) -> Validation:
+                   cases: Optional[Sequence[str]] = None,
+                   sample: Optional[Mapping[str, Sequence[int]]] = None) -> Validation:
     """Validates a NumPy function: ``fn(q=..., k=..., ..., **config)`` returns the outputs
     (``(o, ht)`` or a dict) or, with ``backward=True``, ``(outputs, vjp)`` where ``vjp``
     maps the cotangents ``{"do": ..., "dht": ...}`` of the returned outputs to the
     gradients ``{"dq": ..., ...}`` (a gradient left out counts as zero)."""
     return run(fn, NumpyBackend(), layer, suites=suites, dtypes=dtypes, backward=backward, seed=seed,
-               config=config, adapter=adapter or NATIVE, form=form, chunk_size=chunk_size, cases=cases)
+               config=config, adapter=adapter or NATIVE, form=form, chunk_size=chunk_size, cases=cases,
+               sample=sample)

@@ -78,14 +78,17 @@ class TorchBackend(Backend):
 def validate(fn: Callable, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
              dtypes: Sequence[str] = ("bf16",), backward: bool = True, device: Any = "cpu", seed: int = 0,
              config: Optional[Mapping[str, Any]] = None, adapter: Optional[Adapter] = None,
-             form: Optional[str] = None, chunk_size: int = 64, cases: Optional[Sequence[str]] = None) -> Validation:
+             form: Optional[str] = None, chunk_size: int = 64, cases: Optional[Sequence[str]] = None,
+             sample: Optional[Mapping[str, Sequence[int]]] = None) -> Validation:
     """Judges `fn` as an implementation of `layer` (see the module's doc).
 
     `adapter` defaults to FLA's entry for ``fn.__name__`` (ttrcheck.fla.FLA_OPS), else
     ttrcheck's own names: ``fn(q=..., k=..., ..., h0=..., **config) -> (o, ht)`` or a
     dict. `config` adds keys on top of each case's (e.g. ``{"scale": 0.1}``); `form`
     and `chunk_size` override the adapter's model of the algorithm `fn` runs; `cases`
-    restricts each suite to the named cases.
+    restricts each suite to the named cases; ``sample={"b": [...], "h": [...]}`` judges
+    only those batch rows x heads of each run (``fn`` still runs on the whole case: the
+    production suite's shapes, judged on a few slices).
     """
     return run(fn, TorchBackend(device), layer, suites=suites, dtypes=dtypes, backward=backward, seed=seed,
-               config=config, adapter=adapter, form=form, chunk_size=chunk_size, cases=cases)
+               config=config, adapter=adapter, form=form, chunk_size=chunk_size, cases=cases, sample=sample)
