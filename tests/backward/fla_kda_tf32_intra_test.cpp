@@ -22,19 +22,13 @@
 #include "gate/judge.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
+#include "tests/support/suite_case.hpp"
 
 namespace ttr::test {
 namespace {
 
-struct Case {
-  const LayerEntry& e = find_layer("kda");
-  VectorCase c;
-  Config cfg;
-  Case() {
-    for (const VectorCase& v : suite_cases(e.spec, "stress"))
-      if (v.name == "chunk_boundary") c = v;
-    cfg = Config::make(e.spec, c.config);
-  }
+struct Case : SuiteCase {
+  Case() : SuiteCase("kda", "stress", "chunk_boundary") {}
 };
 
 double largest(const Tensor<double>& t) {

@@ -24,19 +24,13 @@
 #include "gate/judge.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
+#include "tests/support/suite_case.hpp"
 
 namespace ttr::test {
 namespace {
 
-struct Case {
-  const LayerEntry& e = find_layer("precond_gated_delta_rule");
-  VectorCase c;
-  Config cfg;
-  Case() {
-    for (const VectorCase& v : suite_cases(e.spec, "stress"))
-      if (v.name == "chunk_boundary") c = v;
-    cfg = Config::make(e.spec, c.config);
-  }
+struct Case : SuiteCase {
+  Case() : SuiteCase("precond_gated_delta_rule", "stress", "chunk_boundary") {}
 };
 
 TensorMap<double> backward(const Case& k, Form f, Arith a, const TensorMap<double>& in) {
