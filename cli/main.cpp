@@ -1,5 +1,6 @@
 // ttrcheck: numerics verification for test-time-regression linear attention.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <exception>
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "oracles/error.hpp"
 #include "oracles/oracle.hpp"
+#include "reference/core/mca_products.hpp"
 
 namespace {
 
@@ -20,6 +22,17 @@ std::string one_line(const char* what) {
     else s += *p;
   }
   return s;
+}
+
+// TTR_MCA_PRODUCTS=in_order|scalar|vector: the kernel of the error model's matrix
+// products (reference/core/mca_products.hpp). The same results whichever runs; for
+// timing one against another in the same build (bench/production-check).
+void apply_mca_products_environment() {
+  const char* e = std::getenv("TTR_MCA_PRODUCTS");
+  if (!e || !*e) return;
+  const auto p = ttr::parse_mca_products(e);
+  if (!p) throw ttr::InputError(fmt::format("environment TTR_MCA_PRODUCTS='{}' is not in_order, scalar or vector", e));
+  ttr::set_default_mca_products(*p);
 }
 
 }  // namespace
@@ -61,6 +74,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    apply_mca_products_environment();
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const ttr::InputError& e) {

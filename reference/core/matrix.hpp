@@ -32,9 +32,15 @@ struct Matrix {
   const T* row(int i) const { return a.data() + static_cast<std::size_t>(i) * cols; }
 };
 
+// The three products in their defining order: each entry's sum left to right over
+// the reduction index, through the scalar's own mul_add_to. gemm_nn/nt/tn below are
+// these; a tier whose products have a faster kernel with the same order and the
+// same roundings specialises gemm_* and keeps these as its reference (the Monte
+// Carlo tier: mca.hpp, mca_gemm.cpp).
+//
 // C = A B (or C += A B when accumulate). A is m×k, B is k×n.
 template <class T>
-void gemm_nn(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
+void gemm_nn_in_order(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
   if (!accumulate) C.assign(A.rows, B.cols, from_double<T>(0.0));
   for (int i = 0; i < A.rows; ++i)
     for (int p = 0; p < A.cols; ++p) {
@@ -46,7 +52,7 @@ void gemm_nn(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumula
 }
 // C = A Bᵀ (or +=). A is m×k, B is n×k.
 template <class T>
-void gemm_nt(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
+void gemm_nt_in_order(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
   if (!accumulate) C.assign(A.rows, B.rows, from_double<T>(0.0));
   for (int i = 0; i < A.rows; ++i)
     for (int j = 0; j < B.rows; ++j) {
@@ -58,7 +64,7 @@ void gemm_nt(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumula
 }
 // C = Aᵀ B (or +=). A is k×m, B is k×n.
 template <class T>
-void gemm_tn(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
+void gemm_tn_in_order(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
   if (!accumulate) C.assign(A.cols, B.cols, from_double<T>(0.0));
   for (int p = 0; p < A.rows; ++p) {
     const T* ap = A.row(p);
@@ -68,6 +74,19 @@ void gemm_tn(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumula
       for (int j = 0; j < B.cols; ++j) mul_add_to(ci[j], ap[i], bp[j]);
     }
   }
+}
+
+template <class T>
+void gemm_nn(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
+  gemm_nn_in_order(A, B, C, accumulate);
+}
+template <class T>
+void gemm_nt(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
+  gemm_nt_in_order(A, B, C, accumulate);
+}
+template <class T>
+void gemm_tn(const Matrix<T>& A, const Matrix<T>& B, Matrix<T>& C, bool accumulate = false) {
+  gemm_tn_in_order(A, B, C, accumulate);
 }
 
 void gemm_nn(const Matrix<float>& A, const Matrix<float>& B, Matrix<float>& C, bool accumulate = false);

@@ -76,6 +76,7 @@
 #include <string>
 
 #include "reference/core/intermediate.hpp"
+#include "reference/core/matrix.hpp"
 #include "reference/core/policy.hpp"
 #include "reference/core/pow2.hpp"
 #include "reference/core/scalar.hpp"
@@ -134,9 +135,10 @@ inline McaContext& mca_context() {
 
 // splitmix64's finaliser: a bijection of 64-bit words whose outputs at nearby
 // inputs are unrelated.
+inline constexpr std::uint64_t kMcaMix1 = 0xBF58476D1CE4E5B9ull, kMcaMix2 = 0x94D049BB133111EBull;
 inline std::uint64_t mca_mix(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = (z ^ (z >> 30)) * kMcaMix1;
+  z = (z ^ (z >> 27)) * kMcaMix2;
   return z ^ (z >> 31);
 }
 
@@ -164,12 +166,23 @@ inline void mca_seed(std::uint64_t seed, double u_op, McaFormat op_format, doubl
 // word) and one splitmix64 finaliser spreads the word: a single finaliser,
 // because the key of an accumulation a + b sits on the accumulator's dependency
 // chain, and three chained finalisers made every perturbed sum ~25 % slower.
+inline constexpr std::uint64_t kMcaTagMultiplier = 0x9E3779B97F4A7C15ull, kMcaFirstMultiplier = 0xD6E8FEB86659FD93ull,
+                               kMcaSecondMultiplier = 0xBF58476D1CE4E5B9ull;
+inline std::uint64_t mca_key_of_bits(std::uint64_t run_key, std::uint64_t tag, std::uint64_t a, std::uint64_t b) {
+  return mca_mix(run_key ^ (tag * kMcaTagMultiplier) ^ (a * kMcaFirstMultiplier) ^ ((b + tag) * kMcaSecondMultiplier));
+}
 inline std::uint64_t mca_key(const McaContext& c, std::uint64_t tag, double a, double b = 0.0) {
-  return mca_mix(c.key ^ (tag * 0x9E3779B97F4A7C15ull) ^ (mca_bits(a) * 0xD6E8FEB86659FD93ull) ^
-                 ((mca_bits(b) + tag) * 0xBF58476D1CE4E5B9ull));
+  return mca_key_of_bits(c.key, tag, mca_bits(a), mca_bits(b));
+}
+// The operands in the order of their bits, chosen by a select: which is smaller is a
+// coin flip, and a branch on it, mispredicted half the time, was most of a perturbed
+// product's time in the model's matrix products.
+inline std::uint64_t mca_key_commutative(std::uint64_t run_key, std::uint64_t tag, double a, double b) {
+  const std::uint64_t x = mca_bits(a), y = mca_bits(b);
+  return mca_key_of_bits(run_key, tag, x < y ? x : y, x < y ? y : x);
 }
 inline std::uint64_t mca_key_commutative(const McaContext& c, std::uint64_t tag, double a, double b) {
-  return mca_bits(a) <= mca_bits(b) ? mca_key(c, tag, a, b) : mca_key(c, tag, b, a);
+  return mca_key_commutative(c.key, tag, a, b);
 }
 
 // The format's smallest normal number: below it the format's numbers are
@@ -384,5 +397,22 @@ struct tf32_operand<McaPolicy> {
     return McaReal(mca_perturb_moving(x.value(), u, McaFormat::tf32, mca_key(c, 11, x.value())));
   }
 };
+
+// The model's matrix products (mca_gemm.cpp). A chunk form's time under the model
+// is almost all in gemm_nn/nt/tn (75 % for the GDN chunk forward, perf), and the
+// operators above leave a product one long dependency chain of data-dependent
+// branches. These specialisations compute every entry as matrix.hpp's in-order
+// products do — the same sum order, each product and each partial sum perturbed by
+// the same hash of the same operands — so their results are the in-order products'
+// bit for bit (NaN payloads aside), with the run's context read once and, where the
+// CPU has AVX-512 (F, DQ, VL), eight output columns at a time. Range tracing and the
+// 16-bit op formats (absorption) take the in-order products themselves. Which kernel
+// runs: mca_products.hpp.
+template <>
+void gemm_nn<McaReal>(const Matrix<McaReal>& A, const Matrix<McaReal>& B, Matrix<McaReal>& C, bool accumulate);
+template <>
+void gemm_nt<McaReal>(const Matrix<McaReal>& A, const Matrix<McaReal>& B, Matrix<McaReal>& C, bool accumulate);
+template <>
+void gemm_tn<McaReal>(const Matrix<McaReal>& A, const Matrix<McaReal>& B, Matrix<McaReal>& C, bool accumulate);
 
 }  // namespace ttr
