@@ -84,17 +84,21 @@ Command add_gate(CLI::App& app) {
     GateOptions gate;
     std::string out = "ttrcheck-gate", criterion = "model", direction = "both", inject, oracle_tier = "auto";
     std::vector<double> inject_magnitudes;
+    std::vector<std::string> forms;
     bool cuda_only = false, no_cuda = false;
     ShardArgs shard;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("gate", "run the built-in suite on the built-in CPU kernels and print verdicts");
-  cmd->add_option("--suite", o->gate.suite, "default|full");
+  cmd->add_option("--suite", o->gate.suite,
+                  "default|full|production (production: B=4 T=4096 H=8 K=V=128, T=16384, 16 packed sequences of 32k "
+                  "tokens; for the CUDA kernels, one layer and direction at a time: ~1 min per forward check on 16 "
+                  "cores)");
   cmd->add_option("--layer", o->gate.layers, "only these layers (repeatable)");
   cmd->add_option("--case", o->gate.cases, "only these cases of the suite (repeatable)");
   cmd->add_option("--seed", o->gate.seed, "first seed")->check(seed_validator());
   cmd->add_option("--seeds", o->gate.seeds, "seeds per case (default: the suite's)")->check(CLI::Range(1, 100000));
-  cmd->add_option("--threads", o->gate.threads, "worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--threads", o->gate.threads, "threads: units in parallel, and the rest of them over each unit's (sequence, head) slices (default: TTR_THREADS, else all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--samples", o->gate.samples, "Monte Carlo arithmetic runs per model")->check(CLI::Range(2, 1000));
   cmd->add_option("--criterion", o->criterion, "model (error ratios) | fla (FLA's tests: relative RMS vs fp32 below 0.005 for outputs, 0.008/0.02 for gradients) | fla-ci (FLA's CI: misses below 1 % or 0.3 absolute are warnings)");
   cmd->add_option("--mutant", o->gate.mutant, "run the kernels with a catalogued bug (see `ttrcheck mutants`)");
@@ -107,6 +111,9 @@ Command add_gate(CLI::App& app) {
   cmd->add_option("--direction", o->direction,
                   "forward | backward | both (default): the forms of these directions (backward: every gradient "
                   "of the backward forms the registry declares)");
+  cmd->add_option("--form", o->forms,
+                  "only these kernels' forms (chunk|scan|sequential, repeatable; default: every chunk and scan form "
+                  "on the CPU, every declared kernel on the device)");
   cmd->add_option("--out", o->out, "report directory (report.json, junit.xml)");
   cmd->add_flag("--cuda-only", o->cuda_only, "run only the CUDA target (the kernels of gpu/ on the device)");
   cmd->add_flag("--no-cuda", o->no_cuda, "leave the CUDA target out");
@@ -127,6 +134,7 @@ Command add_gate(CLI::App& app) {
       o->gate.inject = parse_inject_shape(o->inject);
       o->gate.inject_magnitudes = o->inject_magnitudes.empty() ? default_inject_magnitudes() : o->inject_magnitudes;
     }
+    for (const std::string& f : o->forms) o->gate.forms.push_back(parse_form(f));
     if (o->direction == "both") o->gate.directions = {Direction::forward, Direction::backward};
     else if (o->direction == "forward") o->gate.directions = {Direction::forward};
     else if (o->direction == "backward") o->gate.directions = {Direction::backward};

@@ -97,6 +97,7 @@ std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt, co
   ko.oracle_mode = opt.oracle_mode;
   ko.direction = u.direction;
   ko.mutant = mutant;
+  if (!opt.forms.empty()) ko.forms = opt.forms;
   const bool backward = u.direction == Direction::backward;
   return check_kernels(*u.layer, backward ? generate_backward_inputs(spec, vc, u.seed) : generate_inputs(spec, vc, u.seed),
                        Config::make(spec, vc.config), u.c.name, u.seed, ko);
@@ -105,7 +106,7 @@ std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt, co
 }  // namespace
 
 const std::vector<std::string>& gate_suite_names() {
-  static const std::vector<std::string> n = {"default", "full"};
+  static const std::vector<std::string> n = {"default", "full", "production"};
   return n;
 }
 
@@ -144,7 +145,16 @@ std::vector<GateCase> gate_cases(const std::string& suite) {
             {"realistic", dims_of(1, 600, 2, 64, 64), plain, 64, 4},
             {"long", dims_of(1, 2100, 1, 64, 64), plain, 64, 1},
             {"varlen", dims_of(1, 77, 2, 16, 16), varlen, 16, 8}};
-  throw InputError(fmt::format("unknown gate suite '{}' (default|full)", suite));
+  if (suite == "production") {
+    // The `vectors` production cases (docs/varlen.md, "Suites"), one seed each: B=4
+    // T=4096 H=8 K=V=128, T=16384 at B=1, 16 packed sequences of 32768 tokens. Their
+    // shapes do not depend on the layer; the delta family's spec names them.
+    std::vector<GateCase> cs;
+    for (const VectorCase& v : suite_cases(find_layer("gated_delta_rule").spec, "production"))
+      cs.push_back({v.name, v.dims, v.regime, 64, 1});
+    return cs;
+  }
+  throw InputError(fmt::format("unknown gate suite '{}' (default|full|production)", suite));
 }
 
 std::vector<std::pair<std::string, std::string>> gate_config(const LayerSpec& spec) {
@@ -209,7 +219,9 @@ GateResult run_gate(const GateOptions& opt) {
             for (Tier t : {Tier::bf16, Tier::fp32}) kernels.emplace_back(form, t);
         expected = kernels.size() * std::max<std::size_t>(1, opt.inject_magnitudes.size());
       } else {
-        expected = 2 * e.kernel_list(opt.backend, dir).size();  // × bf16, fp32
+        for (const KernelImpl* k : e.kernel_list(opt.backend, dir))
+          if (opt.forms.empty() || std::count(opt.forms.begin(), opt.forms.end(), k->form) > 0)
+            expected += 2;  // × bf16, fp32
       }
       if (expected == 0) continue;
       for (const GateCase& c : cases) {
@@ -230,12 +242,16 @@ GateResult run_gate(const GateOptions& opt) {
   std::vector<char> ran(units.size(), 0);
   std::mutex report;
   std::exception_ptr failure;
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned n = opt.threads > 0 ? static_cast<unsigned>(opt.threads) : hw;
+  // --threads, else the slicer's default (TTR_THREADS, OMP_NUM_THREADS, the cores).
+  const unsigned n = static_cast<unsigned>(opt.threads > 0 ? opt.threads : slice_threads());
+  // No more workers than units; the threads the units leave idle go to each unit's
+  // oracle and model, over its (sequence, head) slices (a production-shape suite has
+  // a few large units; the default suite's many small ones fill the cores alone, and
+  // each runs on its worker's thread). The bytes do not depend on the split.
+  const unsigned workers = std::max(1u, std::min(n, static_cast<unsigned>(units.size())));
+  const int inner_threads = static_cast<int>(std::max(1u, n / workers));
   auto worker = [&] {
-    // The units already fill the cores: the oracle and model of each run on
-    // their worker's thread alone (no nested team per unit).
-    const SliceThreadsScope inner(n > 1 ? 1 : 0);
+    const SliceThreadsScope inner(inner_threads);
     for (std::size_t i; (i = next++) < units.size();) {
       if (opt.fail_fast && failed) return;
       try {
@@ -257,7 +273,7 @@ GateResult run_gate(const GateOptions& opt) {
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t)
+  for (unsigned t = 1; t < workers; ++t)
     pool.emplace_back([&] {
       const ThreadCaches caches;  // MPFR's per-thread caches, freed as the worker exits
       worker();

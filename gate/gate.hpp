@@ -36,16 +36,16 @@ struct GateCase {
 
 struct GateOptions {
   Backend backend = Backend::cpu;       // whose kernels: the CPU forms or the device's
-  std::string suite = "default";        // default | full
+  std::string suite = "default";        // default | full | production
   std::vector<std::string> layers;      // empty: every layer with a chunk or scan form
-  std::vector<Form> forms;              // empty: every chunk and scan form
+  std::vector<Form> forms;              // empty: every chunk and scan form (device: every declared kernel)
   // The directions checked: the forms (CPU) or kernels (device) of each that the
   // registry declares.
   std::vector<Direction> directions = {Direction::forward, Direction::backward};
   std::vector<std::string> cases;       // empty: every case of the suite
   std::uint64_t seed = 0;               // first seed
   int seeds = 0;                        // > 0: seeds per case instead of the suite's
-  int threads = 0;                      // 0: hardware concurrency
+  int threads = 0;                      // 0: the slicer's default (TTR_THREADS, OMP_NUM_THREADS, the cores)
   int samples = 8;                      // Monte Carlo arithmetic runs of the model
   Criterion criterion = Criterion::model;
   std::string mutant;                   // run the kernels under this mutant (testing the gate)
@@ -74,7 +74,7 @@ struct GateResult {
   std::size_t units = 0;          // units in the unsharded plan (every shard's together)
 };
 
-const std::vector<std::string>& gate_suite_names();  // default, full
+const std::vector<std::string>& gate_suite_names();  // default, full, production
 std::vector<GateCase> gate_cases(const std::string& suite);  // InputError for unknown suites
 // The layer's configuration in the gate (GKA runs its chunkwise solver).
 std::vector<std::pair<std::string, std::string>> gate_config(const LayerSpec& spec);

@@ -67,6 +67,45 @@ TEST(Gate, DefaultSuitePlanHasEveryBackwardForm) {
   EXPECT_GE(backward, 2u * 6u * gate_cases("default").size());  // the delta family's six chunk backward forms at least
 }
 
+// The production suite is the `vectors` production suite: the same cases, shapes and
+// offsets (B=4 T=4096 H=8 K=V=128; T=16384; 16 sequences, 32768 tokens), one seed each,
+// chunk 64; an unknown case of it is bad input.
+TEST(Gate, ProductionSuiteIsTheVectorsProductionSuite) {
+  const std::vector<GateCase> g = gate_cases("production");
+  const std::vector<VectorCase> v = suite_cases(find_layer("gated_delta_rule").spec, "production");
+  ASSERT_EQ(g.size(), 3u);
+  ASSERT_EQ(g.size(), v.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    EXPECT_EQ(g[i].name, v[i].name);
+    EXPECT_EQ(g[i].dims, v[i].dims) << g[i].name;
+    EXPECT_EQ(g[i].regime.cu_seqlens, v[i].regime.cu_seqlens) << g[i].name;
+    EXPECT_EQ(g[i].seeds, 1) << g[i].name;
+    EXPECT_EQ(g[i].chunk_size, 64) << g[i].name;
+  }
+  EXPECT_EQ(g[0].dims.at("B") * g[0].dims.at("T") * g[0].dims.at("H"), 4 * 4096 * 8);
+  EXPECT_EQ(g[1].dims.at("T"), 16384);
+  ASSERT_EQ(g[2].regime.cu_seqlens.size(), 17u);
+  EXPECT_EQ(g[2].regime.cu_seqlens.back(), 32768);
+  const CliResult bad = run_cli({"gate", "--suite", "production", "--case", "small"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("suite 'production' has no case 'small'"), std::string::npos) << bad.err;
+}
+
+// --form keeps the kernels of those forms only; an unknown form is bad input.
+TEST(Gate, FormOptionKeepsThoseForms) {
+  TempDir dir;
+  const CliResult r = run_cli({"gate", "--layer", "simple_gla", "--case", "small", "--direction", "forward", "--form",
+                               "scan", "--seeds", "1", "--no-cuda", "--out", dir.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(io::read_text_file(dir / "report.json"));
+  ASSERT_EQ(j.at("checks").size(), 2u);  // scan × {bf16, fp32}
+  for (const auto& c : j.at("checks"))
+    EXPECT_NE(c.at("id").get<std::string>().find("simple_gla/scan/"), std::string::npos) << c.at("id");
+  const CliResult bad = run_cli({"gate", "--form", "blocked"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown form 'blocked'"), std::string::npos) << bad.err;
+}
+
 // A case's no_backward names registered layers, and the full suite leaves no
 // backward unit out: what the default suite skips for time, the full one runs.
 TEST(Gate, SkippedBackwardUnitsAreNamedAndRunInTheFullSuite) {
