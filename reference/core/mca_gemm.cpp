@@ -55,10 +55,6 @@ struct ScalarStep {
   double u;
   std::uint64_t key;
 
-  static bool representable(double x) {
-    if constexpr (F == McaFormat::any) return false;
-    else return mca_representable(x, F);
-  }
   std::uint64_t hash(std::uint64_t tag, double a, double b) const { return mca_key_commutative(key, tag, a, b); }
   double operator()(double acc, double a, double b) const {
     double x = a * b;
