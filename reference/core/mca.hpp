@@ -168,6 +168,9 @@ inline void mca_seed(std::uint64_t seed, double u_op, McaFormat op_format, doubl
 // chain, and three chained finalisers made every perturbed sum ~25 % slower.
 inline constexpr std::uint64_t kMcaTagMultiplier = 0x9E3779B97F4A7C15ull, kMcaFirstMultiplier = 0xD6E8FEB86659FD93ull,
                                kMcaSecondMultiplier = 0xBF58476D1CE4E5B9ull;
+// The tags of + and × (the other operations' are literals at their operators): named
+// because the model's matrix products (mca_gemm.cpp) key their roundings alike.
+inline constexpr std::uint64_t kMcaTagAdd = 4, kMcaTagMul = 6;
 inline std::uint64_t mca_key_of_bits(std::uint64_t run_key, std::uint64_t tag, std::uint64_t a, std::uint64_t b) {
   return mca_mix(run_key ^ (tag * kMcaTagMultiplier) ^ (a * kMcaFirstMultiplier) ^ ((b + tag) * kMcaSecondMultiplier));
 }
@@ -250,13 +253,13 @@ class McaReal {
   // comment, "Absorption"): the sum is the larger term, perturbed as a sum is.
   friend McaReal operator+(McaReal a, McaReal b) {
     McaContext& c = mca_context();
-    return op<kCommutative>(c, absorbed_sum(c, a.v_, b.v_), "+", 4, a.v_, b.v_, a.v_ != 0.0 && b.v_ != 0.0);
+    return op<kCommutative>(c, absorbed_sum(c, a.v_, b.v_), "+", kMcaTagAdd, a.v_, b.v_, a.v_ != 0.0 && b.v_ != 0.0);
   }
   friend McaReal operator-(McaReal a, McaReal b) {
     McaContext& c = mca_context();
     return op<kOrdered>(c, absorbed_sum(c, a.v_, -b.v_), "-", 5, a.v_, b.v_, a.v_ != 0.0 && b.v_ != 0.0);
   }
-  friend McaReal operator*(McaReal a, McaReal b) { return op<kCommutative>(a.v_ * b.v_, "*", 6, a.v_, b.v_); }
+  friend McaReal operator*(McaReal a, McaReal b) { return op<kCommutative>(a.v_ * b.v_, "*", kMcaTagMul, a.v_, b.v_); }
   // x/0 is a division by zero, not a value beyond the range: never traced.
   friend McaReal operator/(McaReal a, McaReal b) {
     return op<kOrdered>(a.v_ / b.v_, b.v_ == 0.0 ? nullptr : "/", 7, a.v_, b.v_);

@@ -33,8 +33,6 @@
 namespace ttr {
 namespace {
 
-constexpr std::uint64_t kTagMul = 6, kTagAdd = 4;  // McaReal's operator* and operator+
-
 // A product's operands in place: A(i, p) = a[i·a_row + p·a_col], B(p, j) (or Bᵀ's,
 // packed) at b[p·b_row + j − b_col0], entry (i, j) of C at c[i·c_row + j].
 struct Operands {
@@ -58,9 +56,9 @@ struct ScalarStep {
   std::uint64_t hash(std::uint64_t tag, double a, double b) const { return mca_key_commutative(key, tag, a, b); }
   double operator()(double acc, double a, double b) const {
     double x = a * b;
-    if (mca_moves(x, u, F)) x = mca_perturb_moving(x, u, F, hash(kTagMul, a, b));
+    if (mca_moves(x, u, F)) x = mca_perturb_moving(x, u, F, hash(kMcaTagMul, a, b));
     const double s = acc + x;
-    if (mca_moves(s, u, F, acc != 0.0 && x != 0.0)) return mca_perturb_moving(s, u, F, hash(kTagAdd, acc, x));
+    if (mca_moves(s, u, F, acc != 0.0 && x != 0.0)) return mca_perturb_moving(s, u, F, hash(kMcaTagAdd, acc, x));
     return s;
   }
 };
@@ -95,10 +93,10 @@ TTR_MCA_AVX512 VectorConstants vector_constants(const McaContext& c, McaFormat f
           _mm512_set1_pd(1.0),
           _mm512_set1_pd(mca_min_normal(f)),
           _mm512_set1_pd(0x1.0p-52),
-          _mm512_set1_epi64(static_cast<long long>(c.key ^ (kTagMul * kMcaTagMultiplier))),
-          _mm512_set1_epi64(static_cast<long long>(c.key ^ (kTagAdd * kMcaTagMultiplier))),
-          _mm512_set1_epi64(static_cast<long long>(kTagMul)),
-          _mm512_set1_epi64(static_cast<long long>(kTagAdd)),
+          _mm512_set1_epi64(static_cast<long long>(c.key ^ (kMcaTagMul * kMcaTagMultiplier))),
+          _mm512_set1_epi64(static_cast<long long>(c.key ^ (kMcaTagAdd * kMcaTagMultiplier))),
+          _mm512_set1_epi64(static_cast<long long>(kMcaTagMul)),
+          _mm512_set1_epi64(static_cast<long long>(kMcaTagAdd)),
           _mm512_set1_epi64(static_cast<long long>(kMcaFirstMultiplier)),
           _mm512_set1_epi64(static_cast<long long>(kMcaSecondMultiplier)),
           _mm512_set1_epi64(static_cast<long long>(kMcaMix1)),
