@@ -21,20 +21,19 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gate/error_model.hpp"
+#include "oracles/io/text_file.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/slices.hpp"
 #include "oracles/vectors.hpp"
 #include "reference/core/mca.hpp"
 #include "reference/core/mca_products.hpp"
+#include "tests/support/bytes.hpp"
 #include "tests/support/cli.hpp"
 
 namespace ttr::test {
@@ -234,17 +233,12 @@ TEST(McaProducts, ChunkFormModelsAreUnchanged) {
     for (const auto& [name, t] : in_order.rms) {
       const std::vector<double>& f = fast.rms.at(name).data;
       ASSERT_EQ(t.data.size(), f.size()) << r.layer << " " << name;
-      EXPECT_EQ(0, std::memcmp(t.data.data(), f.data(), f.size() * sizeof(double))) << r.layer << " " << name;
+      EXPECT_TRUE(same_bytes(t.data.data(), f.data(), f.size() * sizeof(double))) << r.layer << " " << name;
       double largest = 0.0;
       for (double x : f) largest = std::max(largest, x);
       EXPECT_GT(largest, 0.0) << r.layer << " " << name << ": a model with no spread compares nothing";
     }
   }
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 TEST(McaProducts, CheckReportIsTheSameWhicheverKernel) {
@@ -265,7 +259,7 @@ TEST(McaProducts, CheckReportIsTheSameWhicheverKernel) {
     const CliResult c = run_cli({"check", "--layer", "gated_delta_rule", "--in", in, "--candidate", dir / "cand.st",
                                  "--form", "chunk", "--chunk-size", "4", "--report", rep});
     EXPECT_EQ(c.exit_code, 0) << kernel << ": " << c.err;
-    reports.push_back(slurp(rep));
+    reports.push_back(io::read_text_file(rep));
   }
   ::setenv("TTR_MCA_PRODUCTS", "blas", 1);
   const CliResult bad = run_cli({"check", "--layer", "gated_delta_rule", "--in", in, "--candidate", dir / "cand.st"});
