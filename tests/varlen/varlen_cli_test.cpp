@@ -174,6 +174,40 @@ TEST(VarlenCli, SameBytesWhateverTheThreadCount) {
   EXPECT_NE(bad.err.find("TTR_THREADS"), std::string::npos) << bad.err;
 }
 
+// The CLI's allocator settings (TTR_MALLOC, cli/main.cpp) change where freed memory
+// goes, never a value: two threads, glibc's defaults against the tuned settings, the
+// same report bytes; any other value is one error line, exit 2, and no report.
+TEST(VarlenCli, SameBytesWhateverTheAllocatorSettings) {
+  const Files f;
+  ASSERT_EQ(run_cli({"run", "--layer", "gated_delta_rule", "--in", f.fwd, "--out", f.dir / "c.st", "--arith", "bf16",
+                     "--form", "chunk"})
+                .exit_code,
+            0);
+  ::setenv("TTR_THREADS", "2", 1);
+  std::string reports[2];
+  const char* modes[2] = {"glibc", "tuned"};
+  for (int i = 0; i < 2; ++i) {
+    ::setenv("TTR_MALLOC", modes[i], 1);
+    const std::string rep = f.dir / (std::string("report.") + modes[i] + ".json");
+    const CliResult c = run_cli({"check", "--layer", "gated_delta_rule", "--in", f.fwd, "--candidate", f.dir / "c.st",
+                                 "--form", "chunk", "--samples", "3", "--report", rep});
+    EXPECT_EQ(c.exit_code, 0) << modes[i] << ": " << c.err;
+    reports[i] = slurp(rep);
+  }
+  ::setenv("TTR_MALLOC", "jemalloc", 1);
+  const std::string bad_rep = f.dir / "report.bad.json";
+  const CliResult bad = run_cli({"check", "--layer", "gated_delta_rule", "--in", f.fwd, "--candidate", f.dir / "c.st",
+                                 "--form", "chunk", "--report", bad_rep});
+  ::unsetenv("TTR_MALLOC");
+  ::unsetenv("TTR_THREADS");
+  ASSERT_FALSE(reports[0].empty());
+  EXPECT_EQ(reports[0], reports[1]);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("TTR_MALLOC='jemalloc'"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(bad_rep));
+}
+
 RawTensor i64(std::vector<std::int64_t> v, std::vector<std::int64_t> shape) {
   std::vector<double> d(v.begin(), v.end());
   return io::from_f64(d, std::move(shape), DType::I64);
