@@ -205,3 +205,94 @@ def test_sample_outside_the_run_is_bad_input():
     with pytest.raises(ttrcheck.InputError, match=r"sample: b \[2\] outside '\w+' of shape"):
         validate_numpy(linear_attn, "linear_attn", suites=["tiny"], cases=[case.name], dtypes=["fp64"],
                        form="sequential", sample={"b": [2], "h": [0]})
+
+
+def linear_attn_varlen(q, k, v, cu_seqlens, h0=None, scale=None, bug=None):
+    """linear_attn over a packed batch (B = 1): each sequence of cu_seqlens from its own h0
+    row, as FLA's varlen convention has it; ht and dh0 have a row per sequence. bug="seq3"
+    scales the last output of sequence 3."""
+    cu = [int(x) for x in cu_seqlens]
+    N = len(cu) - 1
+    runs = [linear_attn(q[:, a:b], k[:, a:b], v[:, a:b], None if h0 is None else h0[n:n + 1], scale)
+            for n, (a, b) in enumerate(zip(cu, cu[1:]))]
+    o = np.concatenate([r[0][0] for r in runs], axis=1)
+    ht = np.concatenate([r[0][1] for r in runs], axis=0)
+    if bug == "seq3":
+        o[0, cu[4] - 1] *= 1.5
+
+    def vjp(cot):
+        do, dht = cot["do"], cot.get("dht")
+        parts = [r[1]({"do": do[:, a:b], **({} if dht is None else {"dht": dht[n:n + 1]})})
+                 for n, (r, a, b) in enumerate(zip(runs, cu, cu[1:]))]
+        grads = {g: np.concatenate([p[g] for p in parts], axis=1) for g in ("dq", "dk", "dv")}
+        if h0 is not None:
+            grads["dh0"] = np.concatenate([p["dh0"] for p in parts], axis=0)
+        assert len(parts) == N
+        return grads
+
+    return (o, ht), vjp
+
+
+def test_varlen_sequences_are_sampled_and_named_in_the_runs_tokens():
+    """A varlen batch is sampled by sequence: the kept sequences (their tokens packed, their
+    h0/ht rows, cu_seqlens rebuilt) x heads are judged forward and backward; a planted
+    error at the last token of sequence 3 fails when sequence 3 is kept, named at the
+    run's own token cu[4] - 1 and as (sequence 3, its last token), and is not judged when
+    only sequence 1 is."""
+    case = ttrcheck.vectors("linear_attn", "varlen")[2]
+    cu = [int(x) for x in case.inputs["cu_seqlens"]]
+    assert case.name == "chunk_edges" and len(cu) - 1 >= 4 and case.dims["H"] == 2
+    kw = dict(suites=["varlen"], cases=[case.name], dtypes=["fp64"], form="sequential")
+    r = validate_numpy(linear_attn_varlen, "linear_attn", sample={"n": [1, 3], "h": [1]}, **kw)
+    assert r.passed, str(r)
+    judged = {(x.direction, x.tensor) for x in r.rows if x.verdict != "absent"}
+    assert {("forward", "o"), ("forward", "ht"), ("backward", "dq"), ("backward", "dh0")} <= judged
+    assert all("sequences [1, 3] x h [1]" in x.note for x in r.rows)
+    assert all(x.worst[2] == 1 for x in r.rows if x.worst is not None)
+    assert all(x.worst_sequence[0] in (1, 3) for x in r.rows if x.worst_sequence is not None)
+    r = validate_numpy(lambda **a: linear_attn_varlen(**a, bug="seq3"), "linear_attn",
+                       sample={"n": [1, 3], "h": [1]}, **kw)
+    (row,) = [x for x in r.failures if x.direction == "forward"]
+    assert (row.tensor, row.worst, row.worst_sequence) == ("o", (0, cu[4] - 1, 1), (3, cu[4] - 1 - cu[3]))
+    r = validate_numpy(lambda **a: linear_attn_varlen(**a, bug="seq3"), "linear_attn",
+                       sample={"n": [1], "h": [0, 1]}, **kw)
+    assert r.passed, str(r)
+
+
+def test_sampled_varlen_run_captured_and_judged_elsewhere_names_the_same_rows(tmp_path):
+    """The sample's record (sequences, heads, their first tokens in the run) travels in
+    the captured file: judging the loaded run names the planted row as judging in process."""
+    from ttrcheck.harness import NumpyBackend, Execution, execute, judge
+    from ttrcheck.fla import NATIVE
+
+    def bad(**a):
+        return linear_attn_varlen(**a, bug="seq3")
+    kw = dict(suites=["varlen"], cases=["chunk_edges"], dtypes=["fp64"], form="sequential")
+    inline = validate_numpy(bad, "linear_attn", sample={"n": [3, 0], "h": [1]}, **kw)
+    (e,) = list(execute(bad, NumpyBackend(), "linear_attn", adapter=NATIVE, with_oracle=False,
+                        sample={"n": [3, 0], "h": [1]}, **kw))
+    path = str(tmp_path / "run.npz")
+    e.save(path)
+    rows = judge(Execution.load(path))[0]
+    assert rows == inline.rows
+    assert [(x.tensor, x.worst_sequence[0]) for x in rows if x.verdict == "FAIL"] == [("o", 3)]
+
+
+@pytest.mark.parametrize("sample,says", [
+    ({"b": [0], "h": [0]}, r"sampled by sequence, not batch row"),
+    ({"n": [9], "h": [0]}, r"n \[9\] outside the \d+ sequences of cu_seqlens"),
+    ({"n": [1, 1], "h": [0]}, r"keeps a sequence twice"),
+    ({"n": [1], "h": [2]}, r"sample: h \[2\] outside '\w+' of shape"),
+])
+def test_bad_varlen_sample_is_bad_input(sample, says):
+    with pytest.raises(ttrcheck.InputError, match=says):
+        validate_numpy(linear_attn_varlen, "linear_attn", suites=["varlen"], cases=["chunk_edges"], dtypes=["fp64"],
+                       form="sequential", sample=sample)
+
+
+def test_sequences_of_a_batch_without_cu_seqlens_is_bad_input():
+    case = next(c for c in ttrcheck.vectors("linear_attn", "tiny") if c.dims["B"] == 2)
+    with pytest.raises(ttrcheck.InputError, match=r"'n' keeps sequences of a varlen batch"):
+        validate_numpy(linear_attn, "linear_attn", suites=["tiny"], cases=[case.name], dtypes=["fp64"],
+                       form="sequential", sample={"n": [0], "h": [0]})
+

@@ -194,7 +194,7 @@ class Execution:
     grads: Optional[Dict[str, np.ndarray]] = None
     oracle: Optional[api.Tensors] = None           # the case's stored oracles where they apply (not saved)
     backward_oracle: Optional[api.Tensors] = None
-    sample: Optional[Dict[str, List[int]]] = None  # {"b": [...], "h": [...]}: the slices kept (see execute)
+    sample: Optional[Dict[str, List[int]]] = None  # {"b" | "n": [...], "h": [...]}: the slices kept (see execute)
 
     _GROUPS = ("inputs", "outputs", "backward_inputs", "grads")
 
@@ -254,36 +254,77 @@ class Execution:
             raise InputError(f"{path}: not a captured run ({e})") from None
 
 
-def _sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]],
-             batch: int) -> Callable[[str, np.ndarray], np.ndarray]:
-    """The slices (batch rows × heads) `sample` keeps, as a function of a tensor's name and
-    values. Every layer's (b, h) slices are independent — each head of each batch row has
-    its own state — so a slice's outputs, and its gradients under the slice's cotangents,
-    are those of the whole run: judging the slices judges the run there, at a fraction of
-    the oracle's and the model's cost (production shapes). Not for varlen batches (their
-    sequences share the batch row) or a per-head input whose gradient sums over the batch
-    unless every row is kept."""
+def _sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]], batch: int,
+             cu: Optional[np.ndarray] = None) -> Tuple[Callable[[str, np.ndarray], np.ndarray], Dict[str, List[int]]]:
+    """The slices `sample` keeps, as a function of a tensor's name and values, and the
+    sample as recorded with the run. Every layer's (b, h) slices are independent — each
+    head of each batch row has its own state — so a slice's outputs, and its gradients
+    under the slice's cotangents, are those of the whole run: judging the slices judges
+    the run there, at a fraction of the oracle's and the model's cost (production shapes).
+
+    A varlen batch (`cu` given) is sampled by sequence: {"n": [...], "h": [...]} keeps
+    those sequences (their tokens, packed in the order given, and their rows of the
+    per-sequence tensors) × heads, and `cu_seqlens` becomes the kept sequences' offsets.
+    Each sequence of a varlen batch starts from its own state and its chunks restart at
+    its first token (FLA's chunk indices, and the error model's), so a sequence is the
+    same problem wherever it sits in the packed row. The record adds "starts", the run's
+    first token of each kept sequence, to name rows in the run's own tokens.
+
+    Refused: rows of a varlen batch or sequences of a batch without one, an index outside
+    the run, a sequence kept twice, and a per-head input whose gradient sums over the
+    batch (or the sequences) unless every row (sequence) is kept."""
     dims = {t.name: t.dims for t in spec.inputs + spec.outputs + spec.cotangents + spec.gradients}
     per_head = {t.name for t in spec.inputs if t.differentiable} | {"d" + t.name for t in spec.inputs}
-    keep = {"B": [int(b) for b in sample.get("b", [])], "H": [int(h) for h in sample.get("h", [])]}
-    if not keep["B"] or not keep["H"]:
-        raise InputError("sample: give the batch rows and the heads to keep, e.g. {'b': [0, 3], 'h': [0, 7]}")
+    heads = [int(h) for h in sample.get("h", [])]
+    if cu is None:
+        if "n" in sample:
+            raise InputError("sample: 'n' keeps sequences of a varlen batch and this case has no cu_seqlens; "
+                             "give batch rows, e.g. {'b': [0, 3], 'h': [0, 7]}")
+        keep = {"B": [int(b) for b in sample.get("b", [])], "H": heads}
+        if not keep["B"] or not keep["H"]:
+            raise InputError("sample: give the batch rows and the heads to keep, e.g. {'b': [0, 3], 'h': [0, 7]}")
+        record = {"b": keep["B"], "h": heads}
+        tokens, offsets, rows = None, None, batch
+    else:
+        if "b" in sample:
+            raise InputError("sample: a varlen batch (cu_seqlens) is sampled by sequence, not batch row: "
+                             "give {'n': [...], 'h': [...]}")
+        cu = np.asarray(cu, dtype=np.int64)
+        seqs = [int(n) for n in sample.get("n", [])]
+        if not seqs or not heads:
+            raise InputError("sample: give the sequences and the heads to keep, e.g. {'n': [0, 4], 'h': [0, 1]}")
+        if min(seqs) < 0 or max(seqs) >= len(cu) - 1:
+            raise InputError(f"sample: n {seqs} outside the {len(cu) - 1} sequences of cu_seqlens")
+        if len(set(seqs)) < len(seqs):
+            raise InputError(f"sample: n {seqs} keeps a sequence twice")
+        keep = {"B": seqs, "H": heads}
+        tokens = np.concatenate([np.arange(cu[n], cu[n + 1]) for n in seqs]).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum([cu[n + 1] - cu[n] for n in seqs])]).astype(np.int64)
+        record = {"n": seqs, "h": heads, "starts": [int(cu[n]) for n in seqs]}
+        rows = len(cu) - 1
 
     def take(name: str, a: np.ndarray) -> np.ndarray:
         if name == "cu_seqlens":
-            raise InputError("sample: a varlen batch (cu_seqlens) cannot be sampled by batch row")
+            if offsets is None:
+                raise InputError("sample: cu_seqlens in a case sampled by batch row")
+            return offsets.astype(np.asarray(a).dtype)
         d = dims.get(name)
         if d is None or len(d) != np.ndim(a):
             raise InputError(f"sample: no dims known for '{name}' of shape {np.shape(a)}")
         for axis, sym in enumerate(d):
-            if sym in keep:
+            if sym == "T" and tokens is not None:
+                a = np.take(a, tokens, axis=axis)
+            elif sym in keep and not (sym == "B" and tokens is not None and "T" in d):
                 if max(keep[sym]) >= a.shape[axis] or min(keep[sym]) < 0:
-                    raise InputError(f"sample: {sym.lower()} {keep[sym]} outside '{name}' of shape {a.shape}")
+                    what = "n" if sym == "B" and tokens is not None else sym.lower()
+                    raise InputError(f"sample: {what} {keep[sym]} outside '{name}' of shape {a.shape}")
                 a = np.take(a, keep[sym], axis=axis)
-        if "H" in d and "B" not in d and name in per_head and len(set(keep["B"])) < batch:
-            raise InputError(f"sample: '{name}' is per head and its gradient sums over the batch: keep every row")
+        if "H" in d and "B" not in d and name in per_head and len(set(keep["B"])) < rows:
+            raise InputError(f"sample: '{name}' is per head and its gradient sums over the "
+                             f"{'sequences' if tokens is not None else 'batch'}: keep every "
+                             f"{'sequence' if tokens is not None else 'row'}")
         return a
-    return take
+    return take, record
 
 
 def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
@@ -296,7 +337,8 @@ def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suit
     (capture on the kernel's machine, judge elsewhere). ``sample={"b": [...], "h": [...]}``
     keeps those batch rows × heads of every tensor after the run (the function still
     runs on the whole case), so that a production-size run is judged on a few slices;
-    the rows name the run's own (b, t, h)."""
+    ``{"n": [...], "h": [...]}`` keeps sequences × heads of a varlen case (see
+    :func:`_sampler`); the rows name the run's own (b, t, h) and sequence."""
     adapter = adapter or adapter_for(fn)
     fn_name = getattr(fn, "__name__", type(fn).__name__)
     layer = layer or adapter.layer
@@ -341,21 +383,22 @@ def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suit
                 out_vals = {n: backend.values(x) for n, x in outs.items()}
                 grad_vals = {n: backend.values(x) for n, x in grads.items()} if backward else None
                 case_inputs, src = dict(case.inputs), source
+                record = None
                 if sample:
                     batch = next(np.shape(seen[t.name])[0] for t in spec.inputs
                                  if t.name in seen and t.dims[:1] == ("B",))
-                    take = _sampler(spec, sample, batch)
+                    take, record = _sampler(spec, sample, batch, seen.get("cu_seqlens"))
                     seen = {n: take(n, a) for n, a in seen.items()}
                     case_inputs = {n: take(n, np.asarray(a)) for n, a in case_inputs.items()}
                     src = {n: take(n, np.asarray(a)) for n, a in source.items()}
                     out_vals = {n: take(n, a) for n, a in out_vals.items()}
                     grad_vals = {n: take(n, a) for n, a in grad_vals.items()} if backward else None
-                    note = ", ".join(x for x in (note, f"slices b {list(sample['b'])} x h {list(sample['h'])}") if x)
+                    kept = f"sequences {record['n']}" if "n" in record else f"slices b {record['b']}"
+                    note = ", ".join(x for x in (note, f"{kept} x h {record['h']}") if x)
                 e = Execution(layer, fn_name, suite, case.name, dtype, cfg_text, form, adapter.backward_form,
                               chunk_size, note, {n: seen[n] for n in inputs} if rounded else case_inputs,
                               {n: out_vals[n] for n in output_names if n in out_vals},
-                              oracle=case.oracle if own else None,
-                              sample={"b": list(sample["b"]), "h": list(sample["h"])} if sample else None)
+                              oracle=case.oracle if own else None, sample=record)
                 if backward:
                     # The backward inputs: forward inputs plus the cotangents of the outputs
                     # returned (dht only with ht); the stored oracle when they are all the case's.
@@ -384,11 +427,28 @@ def judge(e: Execution) -> Tuple[List[Row], List[Report]]:
                          oracle=bwd_oracle, name=name)
         reports.append(brep)
         rows += _rows(brep, e.suite, e.case, e.dtype, "backward", e.note, e.grads, bwd_oracle)
-    if e.sample:  # the slices' (b, h) back to the run's own
-        b_of, h_of = e.sample["b"], e.sample["h"]
-        rows = [replace(r, worst=(b_of[r.worst[0]], r.worst[1], h_of[r.worst[2]]))
-                if r.worst is not None and len(r.worst) == 3 else r for r in rows]
+    if e.sample:
+        rows = [_in_run(r, e.sample) for r in rows]
     return rows, reports
+
+
+def _in_run(r: Row, sample: Mapping[str, List[int]]) -> Row:
+    """A row of a sampled run named in the run's own coordinates: batch row and head, or
+    under varlen sequence, head and the run's token (its first token plus the token within
+    the sequence, which sampling leaves as it was)."""
+    if r.worst is None or len(r.worst) != 3:
+        return r
+    b, t, h = r.worst
+    h = sample["h"][h]
+    if "n" not in sample:
+        return replace(r, worst=(sample["b"][b], t, h))
+    if r.worst_sequence is None:
+        return replace(r, worst=(b, t, h))
+    i, tau = r.worst_sequence
+    n = sample["n"][i]
+    if tau is None:  # a per-sequence tensor (ht, dh0): its row is the sequence
+        return replace(r, worst=(n, t, h), worst_sequence=(n, None))
+    return replace(r, worst=(b, sample["starts"][i] + tau, h), worst_sequence=(n, tau))
 
 
 def run(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
