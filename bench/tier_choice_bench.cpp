@@ -1,4 +1,4 @@
-// Which library for a fast oracle tier (docs/error-model.md, "Oracle tiers": the
+// Which library for a fast oracle tier (docs/oracle-tiers.md: the
 // measured note). The gated_delta_rule sequential forward at B = H = 1, T = 4096,
 // K = V = 128 — the same adapter code the registry runs — instantiated directly for
 //   double            float64 (the baseline)

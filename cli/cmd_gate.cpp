@@ -57,7 +57,7 @@ void print_verdicts(const GateResult& r, double threshold) {
     fmt::print("{:<45} {:>6} {:>6} {:>10.3g}  {:<6} {}\n", key, row.checks, row.failed, row.worst,
                row.failed ? "FAIL" : "pass", row.at);
   fmt::print("\nthreshold on the error ratio: {}\n", threshold);
-  // Which tier produced the oracles (docs/error-model.md, "Oracle tiers").
+  // Which tier produced the oracles (docs/oracle-tiers.md).
   std::map<std::string, int> tiers;
   std::size_t escalated = 0, slices = 0;
   double own = 0.0;

@@ -117,7 +117,7 @@ struct RangeNote {
 };
 
 // What produced a check's oracle and how good it is (oracles/oracle_tier.hpp,
-// docs/error-model.md "Oracle tiers"): the tier ("dd", "dd+mpfr:N", "mpfr:N", or
+// docs/oracle-tiers.md): the tier ("dd", "dd+mpfr:N", "mpfr:N", or
 // "stored" for check --oracle), the escalation unit and slices, and
 // error_ratio = max over rows of the oracle's estimated own error / the row's
 // bound (NaN where not estimated: MPFR-only and stored oracles).

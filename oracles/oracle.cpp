@@ -67,7 +67,7 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   if (!one_token_at_a_time(opt.form)) meta["chunk_size"] = std::to_string(opt.chunk_size);
   meta["precision"] = fmt::format("mpfr:{}", opt.bits);
   meta["working_bits"] = std::to_string(point.working_bits);
-  // Which tier produced it (docs/error-model.md, "Oracle tiers"): "mpfr:N", "dd"
+  // Which tier produced it (docs/oracle-tiers.md): "mpfr:N", "dd"
   // or "dd+mpfr:N"; the escalated slices as "b:h" ("*:h" for every batch row).
   const OracleProvenance& pv = point.provenance;
   meta["oracle_tier"] = pv.tier;

@@ -1,5 +1,5 @@
 // Which arithmetic produces an oracle, and how good it is: the tool decides and
-// says (docs/error-model.md, "Oracle tiers").
+// says (docs/oracle-tiers.md).
 //
 // Fast mode (the default of check and gate; `ttrcheck oracle --oracle-tier auto`): the sequential
 // form runs in double-double (the `dd` tier, QD) and in float64. To first order

@@ -98,7 +98,7 @@ def test_oracle_bit_identical_to_cli(cli, tmp_path, backward):
 
 def test_oracle_tier_auto_is_the_clis(cli, tmp_path):
     """oracle(oracle_tier="auto") is `oracle --oracle-tier auto` bit for bit (forward and
-    backward), and within a float64 ulp of the MPFR oracle (docs/error-model.md, "Oracle tiers")."""
+    backward), and within a float64 ulp of the MPFR oracle (docs/oracle-tiers.md)."""
     layer = "gated_delta_rule"
     cli("vectors", "--layer", layer, "--suite", "tiny", "--seed", 4, "--no-oracle", "--backward", "--out", tmp_path)
     f = sorted(tmp_path.glob("*.backward.inputs.safetensors"))[0]

@@ -80,8 +80,8 @@ def test_bad_policy_is_an_input_error(case):
 
 
 def test_explain_policy_takes_the_oracle_tier(case):
-    """One oracle for every policy, computed as oracle_tier says (docs/error-model.md,
-    "Oracle tiers"): double-double on these benign inputs by default, MPFR-256 when asked;
+    """One oracle for every policy, computed as oracle_tier says (docs/oracle-tiers.md):
+    double-double on these benign inputs by default, MPFR-256 when asked;
     the verdicts are the same (the two oracles differ by at most a float64 ulp)."""
     o, ht = tf32_linear_attention(case.inputs["q"], case.inputs["k"], case.inputs["v"], 0.25)
     cand = {"o": o, "ht": ht}

@@ -112,7 +112,7 @@ def oracle(layer: str, inputs: ArrayMap, config: Optional[Mapping[str, Any]] = N
     cotangents (do, dht, ...) and returns the gradients (dq, dk, ...). `certified`
     adds '<name>.lower'/'<name>.upper', an MPFI enclosure. `oracle_tier="auto"`
     (`oracle --oracle-tier auto`): double-double where its estimated own error is
-    negligible, MPFR slices elsewhere (docs/error-model.md, "Oracle tiers").
+    negligible, MPFR slices elsewhere (docs/oracle-tiers.md).
     """
     _check_range("bits", bits, 24, 100000)
     _check_range("chunk_size", chunk_size, 1, 1 << 20)

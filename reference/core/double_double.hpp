@@ -3,7 +3,7 @@
 // an unevaluated sum hi + lo of two doubles with |lo| ≤ ulp(hi)/2: 106 significand
 // bits, double's exponent range.
 //
-// Accuracy (what docs/error-model.md, "Oracle tiers", builds on). Debian builds QD
+// Accuracy (what docs/oracle-tiers.md builds on). Debian builds QD
 // without QD_IEEE_ADD and with QD_SLOPPY_MUL/QD_SLOPPY_DIV, so
 //   a ± b  satisfies the Cray-style bound  fl(a ± b) = a(1 + δ1) ± b(1 + δ2),
 //   a · b, a / b  fl(a ∘ b) = (a ∘ b)(1 + δ),
@@ -30,7 +30,7 @@
 // bits. Where the target has a fast FMA (FP_FAST_FMA: every aarch64; x86-64 with
 // -mfma, which CMake gives the dd runner TUs when the build machine runs FMA code,
 // option TTR_DD_FMA) QD takes the FMA (QD_FMS, qd_config.h), which halves the dd
-// tier's time (docs/error-model.md, "Oracle tiers"); elsewhere it splits. The
+// tier's time (docs/oracle-tiers.md); elsewhere it splits. The
 // compiler still contracts nothing (-ffp-contract=off): only these explicit fma
 // calls fuse. oracles/tiers/dd_support.hpp says whether this machine can run them.
 //

@@ -239,7 +239,7 @@ TEST_F(CliCheck, CandidateWithoutFinalStateListsItAbsent) {
 // `oracle` note (tier mpfr:256 vs stored), and the text but for the oracle line.
 // The default (auto: double-double on these benign inputs) gives the same
 // verdicts, and ratios equal to 1e-9 relative (its oracle differs from MPFR's by
-// at most a float64 ulp: docs/error-model.md, "Oracle tiers").
+// at most a float64 ulp: docs/oracle-tiers.md).
 TEST_F(CliCheck, StoredOracleGivesTheSameReport) {
   const auto without_oracle_lines = [](const std::string& out) {
     std::istringstream in(out);

@@ -1,5 +1,5 @@
 // The double-double tier and the oracle's tier decision (oracles/oracle_tier.hpp,
-// docs/error-model.md "Oracle tiers"):
+// docs/oracle-tiers.md):
 //   * dd is within a hand-derived rounding bound of the exact result (linear
 //     attention, exact reference in MPFR-256), and agrees with MPFR to a float64
 //     ulp on every layer's sequential form, forward and backward;

@@ -132,7 +132,7 @@ def main():
     ht_entry = doc["checks"][0]["tensors"][1]
     assert ht_entry["worst"]["t"] is None, ht_entry  # a state row has no token
 
-    # The oracle note (docs/error-model.md, "Oracle tiers"): a stored oracle says
+    # The oracle note (docs/oracle-tiers.md): a stored oracle says
     # so; a computed one is double-double with its estimated own error far below
     # 1/1000 of the bound on these benign inputs (nothing escalated), or MPFR-256
     # throughout when asked for.
