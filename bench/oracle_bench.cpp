@@ -8,7 +8,9 @@
 //   gka               B=1 H=1 T=2048 K=V=64   chebyshev (30 iters): fp64, MPFR-256
 // each also with every state kept (checkpoint spacing C = T, the memory layout
 // before checkpointing; *_all_states, the reference backward called directly)
-// beside the default C = ⌈√T⌉ the registry runs.
+// beside the default C = ⌈√T⌉ the registry runs; and the delta core's MPFR adjoint
+// in the definition's layout (*_definition_*: 13 operations per state element and
+// token) beside the scaled layout the MPFR tier runs (10; family/delta_backward_scaled.hpp).
 // Run: build/default/bench/oracle_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -73,7 +75,8 @@ ttr::Tensor<S> as(const ttr::Tensor<double>& x) {
 // The reference backward with checkpoint spacing C (C = T: every state kept), on
 // the registry backward's inputs (gated_delta_rule: scale K^-1/2, its default).
 template <class S>
-void BM_AllStates(benchmark::State& state, Workload w, unsigned bits) {
+void BM_AllStates(benchmark::State& state, Workload w, unsigned bits,
+                  ttr::DeltaLayout layout = ttr::DeltaLayout::automatic, bool all_states = true) {
   const unsigned saved = ttr::mpfr_real::default_precision();
   if (bits) ttr::precision_control<ttr::mpfr_real>::set_bits(bits);
   const auto& in = inputs_for(w, ttr::Direction::backward);
@@ -85,7 +88,7 @@ void BM_AllStates(benchmark::State& state, Workload w, unsigned bits) {
       ttr::DeltaGrads<S> g;
       ttr::delta_backward<S>(ttr::Decay::scalar, x.at("q"), x.at("k"), x.at("k"), x.at("v"), x.at("beta"), &x.at("g"),
                              opt("h0"), ttr::from_double<S>(1.0 / std::sqrt(static_cast<double>(w.K))), x.at("do"),
-                             opt("dht"), g, w.T);
+                             opt("dht"), g, all_states ? w.T : 0, layout);
       benchmark::DoNotOptimize(g.dq.data.data());
     } else {
       const ttr::GkaInputs<S> gi{x.at("q"), x.at("k"), x.at("v"), x.at("g"), opt("beta"), opt("alpha"), opt("h0"),
@@ -134,6 +137,9 @@ void BM_AllStatesFp64(benchmark::State& state, Workload w) { BM_AllStates<double
 void BM_AllStatesMpfr(benchmark::State& state, Workload w, unsigned bits) {
   BM_AllStates<ttr::mpfr_real>(state, std::move(w), bits);
 }
+void BM_DefinitionLayoutMpfr(benchmark::State& state, Workload w, unsigned bits) {
+  BM_AllStates<ttr::mpfr_real>(state, std::move(w), bits, ttr::DeltaLayout::definition, false);
+}
 }  // namespace
 
 #define TTR_BENCH_ALL_STATES(name, fn, ...) \
@@ -143,5 +149,6 @@ TTR_BENCH_ALL_STATES(gated_delta_rule_backward_all_states_fp64, BM_AllStatesFp64
 TTR_BENCH_ALL_STATES(gated_delta_rule_backward_all_states_mpfr256, BM_AllStatesMpfr, gdn, 256u);
 TTR_BENCH_ALL_STATES(gka_chebyshev30_backward_all_states_fp64, BM_AllStatesFp64, gka_cheb);
 TTR_BENCH_ALL_STATES(gka_chebyshev30_backward_all_states_mpfr256, BM_AllStatesMpfr, gka_cheb, 256u);
+TTR_BENCH_ALL_STATES(gated_delta_rule_backward_definition_mpfr256, BM_DefinitionLayoutMpfr, gdn, 256u);
 
 BENCHMARK_MAIN();

@@ -114,6 +114,11 @@ struct scalar_ops<mpfr_real> {
   static void mul_add_to(mpfr_real& acc, const mpfr_real& a, const mpfr_real& b) {
     mpfr_fma(acc.backend().data(), a.backend().data(), b.backend().data(), acc.backend().data(), MPFR_RNDN);
   }
+  static void mul_add_into(mpfr_real& dst, const mpfr_real& a, const mpfr_real& b, const mpfr_real& src) {
+    if (mpfr_get_prec(dst.backend().data()) != mpfr_get_prec(src.backend().data()))
+      mpfr_set_prec(dst.backend().data(), mpfr_get_prec(src.backend().data()));
+    mpfr_fma(dst.backend().data(), a.backend().data(), b.backend().data(), src.backend().data(), MPFR_RNDN);
+  }
   static void scale_by(mpfr_real& x, const mpfr_real& d) {
     mpfr_mul(x.backend().data(), x.backend().data(), d.backend().data(), MPFR_RNDN);
   }
@@ -129,9 +134,29 @@ struct scalar_ops<mpfi_real> {
     mpfi_mul(tmp.backend().data(), a.backend().data(), b.backend().data());
     mpfi_add(acc.backend().data(), acc.backend().data(), tmp.backend().data());
   }
+  static void mul_add_into(mpfi_real& dst, const mpfi_real& a, const mpfi_real& b, const mpfi_real& src) {
+    thread_local mpfi_real tmp;
+    if (mpfi_get_prec(tmp.backend().data()) != mpfi_get_prec(src.backend().data()))
+      mpfi_set_prec(tmp.backend().data(), mpfi_get_prec(src.backend().data()));
+    if (mpfi_get_prec(dst.backend().data()) != mpfi_get_prec(src.backend().data()))
+      mpfi_set_prec(dst.backend().data(), mpfi_get_prec(src.backend().data()));
+    mpfi_mul(tmp.backend().data(), a.backend().data(), b.backend().data());
+    mpfi_add(dst.backend().data(), src.backend().data(), tmp.backend().data());
+  }
   static void scale_by(mpfi_real& x, const mpfi_real& d) {
     mpfi_mul(x.backend().data(), x.backend().data(), d.backend().data());
   }
+};
+
+// The oracle tiers: an algorithm may trade the definition's order of operations for
+// fewer of them (scalar.hpp; family/delta_backward_scaled.hpp).
+template <>
+struct reorders_for_speed<mpfr_real> {
+  static constexpr bool value = true;
+};
+template <>
+struct reorders_for_speed<mpfi_real> {
+  static constexpr bool value = true;
 };
 
 }  // namespace ttr

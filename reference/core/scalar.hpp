@@ -5,7 +5,7 @@
 // (std:: for float/double, friends for the emulated 16-bit types, Boost for MPFR
 // and MPFI). scalar_traits<T> adds what the language does not give uniformly:
 // conversion from and to double and a name. Two in-place primitives, mul_add_to
-// and scale_by, carry the inner loops; a tier changes them by specialising
+// and scale_by (and mul_add_into, the fused form into another place), carry the inner loops; a tier changes them by specialising
 // scalar_ops<T> next to its type (MPFR does, see multiprecision.hpp), never by
 // overloading the free functions: an overload is found only by the templates
 // parsed after it (ADL does not look in ttr for a Boost number), so the choice
@@ -74,15 +74,34 @@ double to_double(const T& x) { return scalar_traits<T>::to_double(x); }
 template <class T>
 struct scalar_ops {
   static void mul_add_to(T& acc, const T& a, const T& b) { acc += a * b; }
+  static void mul_add_into(T& dst, const T& a, const T& b, const T& src) { dst = src + a * b; }
   static void scale_by(T& x, const T& d) { x *= d; }
 };
 
 // acc += a * b, rounded as the tier rounds (scalar_ops<T>).
 template <class T>
 inline void mul_add_to(T& acc, const T& a, const T& b) { scalar_ops<T>::mul_add_to(acc, a, b); }
+// dst = src + a * b, rounded as mul_add_to rounds (the same bits as copying src to
+// dst and then mul_add_to(dst, a, b)).
+template <class T>
+inline void mul_add_into(T& dst, const T& a, const T& b, const T& src) { scalar_ops<T>::mul_add_into(dst, a, b, src); }
 // x *= d (scalar_ops<T>).
 template <class T>
 inline void scale_by(T& x, const T& d) { scalar_ops<T>::scale_by(x, d); }
+
+// Whether an algorithm may replace the definition's operations by an equivalent
+// sequence with fewer of them (the same function, other roundings): true only for
+// the high-precision oracle tiers (MPFR, MPFI: multiprecision.hpp), whose own error
+// is negligible or enclosed whatever the order. False wherever the rounding of each
+// operation is the object: the low-precision sequential tiers (the definition,
+// rounded op by op), the Monte Carlo model (it mirrors a kernel's operations), and
+// float64 and double-double, whose pair estimates the dd tier's own error only when
+// both run the same operations (docs/oracle-tiers.md). A class, like scalar_ops, so
+// that the specialisation next to a type is seen whatever the include order.
+template <class T>
+struct reorders_for_speed {
+  static constexpr bool value = false;
+};
 
 // Dot product sum_i a[i] * b[i] accumulated left to right (the order is part of
 // the definition of the low-precision sequential tiers).

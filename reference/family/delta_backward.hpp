@@ -38,7 +38,8 @@
 // Operation count per state element and token: forward 4 (decay, read-back, write,
 // read); backward 4 (forward sweep: decay, read-back, write, dq) + 2 (re-step: decay,
 // write, on T − C tokens) + 7 (the adjoint: dS += q̂ doᵀ, dw, dδ; dk, dS += k duᵀ,
-// dg, dS ← D dS̄): ~3.25× the forward.
+// dg, dS ← D dS̄): ~3.25× the forward. The MPFR and MPFI tiers run the same adjoint
+// with the decay kept out of the states (delta_backward_scaled.hpp): 10, ~2.5×.
 #pragma once
 
 #include <algorithm>
@@ -46,33 +47,20 @@
 #include <vector>
 
 #include "reference/family/delta.hpp"
+#include "reference/family/delta_backward_scaled.hpp"
+#include "reference/family/delta_grads.hpp"
 
 namespace ttr {
 
-// Gradients of one delta-core run. dg has g's shape ([B,T,H] or [B,T,H,K]) and is
-// empty for Decay::none; dh0 [B,H,K,V] is ∂L/∂h0 (of the zero state when h0 is absent).
-template <class T>
-struct DeltaGrads {
-  Tensor<T> dq, dk, dw, dv, dbeta, dg, dh0;
-};
+// Which layout of the adjoint runs: the definition's operations (this file), the
+// decay kept out of the states (delta_backward_scaled.hpp: 10 operations per state
+// element and token instead of 13, for the tiers that allow it), or the tier's choice.
+enum class DeltaLayout { automatic, definition, scaled };
 
+// One (batch, head) sequence, the definition's operations. S0: the initial K×V
+// state. dS: on entry ∂L/∂S_T (zeros when dht is absent), on exit ∂L/∂S_0.
 template <class T>
-struct DeltaGradSequence {
-  SeqView<T> dq, dk, dw, dv, dbeta, dg;  // dg: [T] or [T, K]; unused for Decay::none
-};
-
-// The checkpoint spacing for a sequence of `len` tokens (every = 0: ⌈√len⌉).
-inline std::int64_t delta_checkpoint_spacing(std::int64_t len, std::int64_t every) {
-  if (every > 0) return std::min(every, std::max<std::int64_t>(len, 1));
-  std::int64_t c = 1;
-  while (c * c < len) ++c;
-  return c;
-}
-
-// One (batch, head) sequence. S0: the initial K×V state. dS: on entry ∂L/∂S_T
-// (zeros when dht is absent), on exit ∂L/∂S_0.
-template <class T>
-void delta_sequence_backward(const DeltaSequence<T>& s, std::int64_t len, int K, int V, const T& scale, const T* S0,
+void delta_sequence_backward_definition(const DeltaSequence<T>& s, std::int64_t len, int K, int V, const T& scale, const T* S0,
                              SeqView<const T> do_, T* dS, const DeltaGradSequence<T>& gr,
                              std::int64_t checkpoint_every = 0) {
   const T zero = from_double<T>(0.0);
@@ -199,13 +187,28 @@ void delta_sequence_backward(const DeltaSequence<T>& s, std::int64_t len, int K,
   }
 }
 
+// One (batch, head) sequence in the layout asked for. automatic: the scaled layout
+// where the tier allows reordering (scalar.hpp: reorders_for_speed) and there is a
+// decay to keep out of the states, else the definition's.
+template <class T>
+void delta_sequence_backward(const DeltaSequence<T>& s, std::int64_t len, int K, int V, const T& scale, const T* S0,
+                             SeqView<const T> do_, T* dS, const DeltaGradSequence<T>& gr,
+                             std::int64_t checkpoint_every = 0, DeltaLayout layout = DeltaLayout::automatic) {
+  if (layout == DeltaLayout::automatic)
+    layout = reorders_for_speed<T>::value && s.decay != Decay::none ? DeltaLayout::scaled : DeltaLayout::definition;
+  if (layout == DeltaLayout::scaled && s.decay != Decay::none)
+    delta_sequence_backward_scaled(s, len, K, V, scale, S0, do_, dS, gr, checkpoint_every);
+  else
+    delta_sequence_backward_definition(s, len, K, V, scale, S0, do_, dS, gr, checkpoint_every);
+}
+
 // Whole-tensor driver, the backward of delta_forward: same inputs, then the
 // cotangents do_ [B,T,H,V] and dht (optional [B,H,K,V]).
 template <class T>
 void delta_backward(Decay kind, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& w, const Tensor<T>& v,
                     const Tensor<T>& beta, const Tensor<T>* g, const Tensor<T>* h0, const T& scale,
                     const Tensor<T>& do_, const Tensor<T>* dht, DeltaGrads<T>& out,
-                    std::int64_t checkpoint_every = 0) {
+                    std::int64_t checkpoint_every = 0, DeltaLayout layout = DeltaLayout::automatic) {
   const std::int64_t B = q.dim(0), len = q.dim(1), H = q.dim(2);
   const int K = static_cast<int>(q.dim(3)), V = static_cast<int>(v.dim(3));
   const T zero = from_double<T>(0.0);
@@ -225,7 +228,7 @@ void delta_backward(Decay kind, const Tensor<T>& q, const Tensor<T>& k, const Te
       const DeltaGradSequence<T> gr{seq(out.dq, b, h), seq(out.dk, b, h), seq(out.dw, b, h), seq(out.dv, b, h),
                                     seq(out.dbeta, b, h), g ? seq(out.dg, b, h) : no_dg};
       delta_sequence_backward(s, len, K, V, scale, h0 ? state_block(*h0, b, h) : zeros.data(), seq(do_, b, h),
-                              state_block(out.dh0, b, h), gr, checkpoint_every);
+                              state_block(out.dh0, b, h), gr, checkpoint_every, layout);
     }
 }
 

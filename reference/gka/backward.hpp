@@ -45,7 +45,8 @@
 // Stored vs recomputed (checkpointing): a forward sweep stores (H, S) before every
 // C-th token (C = checkpoint_every, default ⌈√T⌉); the adjoint sweep takes the
 // segments last to first, re-steps each from its checkpoint keeping its C + 1
-// states, and per token recomputes f, λ, x (re-solving, or re-running the solver
+// states (the last segment's are kept by the forward sweep itself), and per token
+// recomputes f, λ, x (re-solving, or re-running the solver
 // with its iterates kept). Memory (⌈T/C⌉ + C + 1)·(K² + K·V) per sequence instead of
 // T·(K² + K·V); every state is stepped by the same code from the same values, so
 // the gradients are bit for bit those of C = T (one segment: every state kept).
@@ -142,40 +143,48 @@ void gka_backward(const GkaInputs<T>& in, const GkaOptions& opt, const T& scale,
       const T* S0 = in.h0 ? state_block(*in.h0, b, h) : nullptr;
       for (std::size_t e = 0; e < KK; ++e) H[e] = H0 ? H0[e] : zero;
       for (std::size_t e = 0; e < KV; ++e) S[e] = S0 ? S0[e] : zero;
+      const std::int64_t last0 = (segments - 1) * C;  // the last segment's states are kept here, not re-stepped
+      auto keep = [&](std::int64_t slot) {
+        std::copy(H.begin(), H.end(), Hs.begin() + static_cast<std::ptrdiff_t>(slot * KK));
+        std::copy(S.begin(), S.end(), Ss.begin() + static_cast<std::ptrdiff_t>(slot * KV));
+      };
       for (std::int64_t t = 0; t < len; ++t) {
         if (t % C == 0) {
           std::copy(H.begin(), H.end(), Hc.begin() + static_cast<std::ptrdiff_t>(t / C * KK));
           std::copy(S.begin(), S.end(), Sc.begin() + static_cast<std::ptrdiff_t>(t / C * KV));
         }
+        if (t >= last0) keep(t - last0);
         update(t, exp(gs.at(t)));
       }
+      if (len > 0) keep(len - last0);
       T* dH = state_block(gr.dhkk0, b, h);
       T* dS = state_block(gr.dh0, b, h);
       for (std::int64_t seg = segments - 1; seg >= 0; --seg) {
         const std::int64_t t0 = seg * C, t1 = std::min(len, t0 + C);
-        std::copy(Hc.begin() + static_cast<std::ptrdiff_t>(seg * KK), Hc.begin() + static_cast<std::ptrdiff_t>((seg + 1) * KK), H.begin());
-        std::copy(Sc.begin() + static_cast<std::ptrdiff_t>(seg * KV), Sc.begin() + static_cast<std::ptrdiff_t>((seg + 1) * KV), S.begin());
-        for (std::int64_t t = t0; t <= t1; ++t) {
-          std::copy(H.begin(), H.end(), Hs.begin() + static_cast<std::ptrdiff_t>((t - t0) * KK));
-          std::copy(S.begin(), S.end(), Ss.begin() + static_cast<std::ptrdiff_t>((t - t0) * KV));
-          if (t < t1) update(t, exp(gs.at(t)));
+        if (seg < segments - 1) {  // re-step from the checkpoint, keeping the C + 1 states
+          std::copy(Hc.begin() + static_cast<std::ptrdiff_t>(seg * KK), Hc.begin() + static_cast<std::ptrdiff_t>((seg + 1) * KK), H.begin());
+          std::copy(Sc.begin() + static_cast<std::ptrdiff_t>(seg * KV), Sc.begin() + static_cast<std::ptrdiff_t>((seg + 1) * KV), S.begin());
+          for (std::int64_t t = t0; t <= t1; ++t) {
+            keep(t - t0);
+            if (t < t1) update(t, exp(gs.at(t)));
+          }
         }
         for (std::int64_t t = t1 - 1; t >= t0; --t) {
           const T* Hp = Hs.data() + (t - t0) * KK;  // H_{t-1}
           const T* Sp = Ss.data() + (t - t0) * KV;
-          std::copy(Hp + KK, Hp + 2 * KK, H.begin());  // H_t
-          std::copy(Sp + KV, Sp + 2 * KV, S.begin());
+          const T* Ht = Hp + KK;  // H_t, read in place (the next slot)
+          const T* St = Sp + KV;
           const T gamma = exp(gs.at(t));
-          const T fro = sqrt(dot(H.data(), H.data(), static_cast<int>(KK)));
+          const T fro = sqrt(dot(Ht, Ht, static_cast<int>(KK)));
           const T lam = opt.fixed_lambda ? from_double<T>(opt.lambda) : a * fro;
           for (int i = 0; i < K; ++i) sq[i] = scale * qs.row(t)[i];
           auto apply = [&](const T* xin, T* y) {  // y = (H + λI) x, as the forward
-            for (int i = 0; i < K; ++i) y[i] = dot(H.data() + at(i, 0, K), xin, K) + lam * xin[i];
+            for (int i = 0; i < K; ++i) y[i] = dot(Ht + at(i, 0, K), xin, K) + lam * xin[i];
           };
           auto apply_t = [&](const T* xin, T* y) {  // y = (H + λI)ᵀ x
             for (int i = 0; i < K; ++i) {
               y[i] = lam * xin[i];
-              for (int j = 0; j < K; ++j) mul_add_to(y[i], H[at(j, i, K)], xin[j]);
+              for (int j = 0; j < K; ++j) mul_add_to(y[i], Ht[at(j, i, K)], xin[j]);
             }
           };
           const bool degenerate = lam == zero;
@@ -187,7 +196,7 @@ void gka_backward(const GkaInputs<T>& in, const GkaOptions& opt, const T& scale,
           if (degenerate) {
             std::fill(x.begin(), x.end(), zero);
           } else if (opt.solver == GkaSolver::exact) {
-            A.assign(H.begin(), H.end());
+            A.assign(Ht, Ht + KK);
             for (int i = 0; i < K; ++i) A[at(i, i, K)] += lam;
             if (!cholesky_solve(A, K, sq.data(), x.data()) && !lu_solve(A, K, sq.data(), x.data()))
               std::fill(x.begin(), x.end(), zero / zero);
@@ -204,7 +213,7 @@ void gka_backward(const GkaInputs<T>& in, const GkaOptions& opt, const T& scale,
           for (int i = 0; i < K; ++i) {
             T acc = zero;
             for (int j = 0; j < V; ++j) {
-              mul_add_to(acc, S[at(i, j, V)], dot_[j]);
+              mul_add_to(acc, St[at(i, j, V)], dot_[j]);
               mul_add_to(dS[at(i, j, V)], qt[i], dot_[j]);
             }
             dqt[i] = acc;
@@ -238,7 +247,7 @@ void gka_backward(const GkaInputs<T>& in, const GkaOptions& opt, const T& scale,
           if (!opt.fixed_lambda) dfro += a * dlam;
           if (fro != zero) {
             const T f = dfro / fro;
-            for (std::size_t e = 0; e < KK; ++e) mul_add_to(dH[e], f, H[e]);
+            for (std::size_t e = 0; e < KK; ++e) mul_add_to(dH[e], f, Ht[e]);
           }
           for (int i = 0; i < K; ++i) seq(gr.dq, b, h).row(t)[i] = scale * dsq[i];
           // H_t = γ H_{t-1} + w k kᵀ,  S_t = γ S_{t-1} + w k vᵀ.

@@ -81,6 +81,7 @@ void gka_chebyshev_unrolled_backward(ApplyT&& apply_t, const std::vector<T>& sq,
   auto dxi = [&](int i) -> std::vector<T>& { return d[static_cast<std::size_t>(i + 1)]; };
   dxi(r) = dx;
   std::vector<T> domega(static_cast<std::size_t>(r) + 1, zero), tmp(K);
+  T diff = zero;
   T ds = zero, drho2 = zero;
   for (int i = r; i >= 1; --i) {
     const std::vector<T>& di = dxi(i);
@@ -91,18 +92,28 @@ void gka_chebyshev_unrolled_backward(ApplyT&& apply_t, const std::vector<T>& sq,
     apply_t(di.data(), tmp.data());
     std::vector<T>& dm1 = dxi(i - 1);
     std::vector<T>& dm2 = dxi(i - 2);
+    // In place (fused, no temporaries: this O(K) work runs r times a token and its
+    // allocations alone cost MPFR as much as a tenth of the reverse pass).
+    const T mci = -ci, one_m_wi = one - wi;
     for (int j = 0; j < K; ++j) {
-      g.dsq[j] += ci * di[j];
-      dm1[j] += wi * di[j] - ci * tmp[j];
-      dm2[j] -= (wi - one) * di[j];
+      mul_add_to(g.dsq[j], ci, di[j]);
+      mul_add_to(dm1[j], wi, di[j]);
+      mul_add_to(dm1[j], mci, tmp[j]);
+      mul_add_to(dm2[j], one_m_wi, di[j]);
     }
-    for (int p = 0; p < K; ++p)
-      for (int q = 0; q < K; ++q) mul_add_to(g.dH[static_cast<std::size_t>(p) * K + q], -(ci * di[p]), xm1[q]);
+    for (int p = 0; p < K; ++p) {  // the row's factor formed once, not per element
+      const T f = -(ci * di[p]);
+      for (int q = 0; q < K; ++q) mul_add_to(g.dH[static_cast<std::size_t>(p) * K + q], f, xm1[q]);
+    }
     g.dlam -= ci * dot(di.data(), xm1.data(), K);
     T dci = zero, dwi = domega[static_cast<std::size_t>(i)];
-    for (int j = 0; j < K; ++j) {
-      mul_add_to(dci, -di[j], Axm1[j] - sq[j]);
-      mul_add_to(dwi, di[j], xm1[j] - xm2[j]);
+    for (int j = 0; j < K; ++j) {  // dc_i = −⟨dξ_i, Aξ_{i-1} − q̂⟩ = ⟨dξ_i, q̂ − Aξ_{i-1}⟩
+      diff = sq[j];
+      diff -= Axm1[j];
+      mul_add_to(dci, di[j], diff);
+      diff = xm1[j];
+      diff -= xm2[j];
+      mul_add_to(dwi, di[j], diff);
     }
     dwi += two * dci / s;
     ds -= dci * ci / s;
@@ -164,8 +175,10 @@ bool gka_chebyshev_alg2_backward(Apply&& apply, ApplyT&& apply_t, const std::vec
       for (int j = 0; j < K; ++j) xim2[j] = (xi[j] - (nu * xim1[j] - ci * Axm1[j]) - ci * sq[j]) / bi;
     }
     // eq. (58): dH −= c_i dξ_i ξ_{i-1}ᵀ, and λ's share of A.
-    for (int p = 0; p < K; ++p)
-      for (int q = 0; q < K; ++q) mul_add_to(g.dH[static_cast<std::size_t>(p) * K + q], -(ci * d[p]), xim1[q]);
+    for (int p = 0; p < K; ++p) {
+      const T f = -(ci * d[p]);
+      for (int q = 0; q < K; ++q) mul_add_to(g.dH[static_cast<std::size_t>(p) * K + q], f, xim1[q]);
+    }
     g.dlam -= ci * dot(d.data(), xim1.data(), K);
     // The coefficients: c_i = 2ν_i/s, b_i = −(ν_i − 1), ν_i = 4/(4 − ρ²ν_{i-1}).
     T dci = zero, dwi = domega;

@@ -42,11 +42,7 @@ using ttr::Tensor;
 
 template <class S>
 Tensor<S> rand_t(ttr::Shape shape, std::uint64_t seed, double lo, double hi) {
-  const Tensor<double> d = ttr::test::uniform(std::move(shape), seed, lo, hi);
-  Tensor<S> x;
-  x.shape = d.shape;
-  for (double e : d.data) x.data.push_back(ttr::from_double<S>(e));
-  return x;
+  return ttr::test::uniform_as<S>(std::move(shape), seed, lo, hi);
 }
 
 template <class S>

@@ -39,6 +39,16 @@ inline Tensor<double> uniform(Shape shape, std::uint64_t seed, double lo, double
   for (auto& e : x.data) e = u.next(lo, hi);
   return x;
 }
+// The same doubles converted to a scalar type S (exactly, for S at least as wide).
+template <class S>
+Tensor<S> uniform_as(Shape shape, std::uint64_t seed, double lo, double hi) {
+  const Tensor<double> d = uniform(std::move(shape), seed, lo, hi);
+  Tensor<S> x;
+  x.shape = d.shape;
+  x.data.reserve(d.data.size());
+  for (double e : d.data) x.data.push_back(from_double<S>(e));
+  return x;
+}
 
 // Deterministic "simple rationals": multiples of 1/4 in [lo/4, hi/4] (LCG).
 struct QuarterGen {

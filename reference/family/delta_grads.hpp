@@ -1,0 +1,33 @@
+// What the delta core's adjoint returns, and how it spaces its checkpoints: shared by
+// its two layouts (delta_backward.hpp, the definition's operations; and
+// delta_backward_scaled.hpp, fewer operations for the high-precision tiers).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "reference/core/tensor.hpp"
+
+namespace ttr {
+
+// Gradients of one delta-core run. dg has g's shape ([B,T,H] or [B,T,H,K]) and is
+// empty for Decay::none; dh0 [B,H,K,V] is ∂L/∂h0 (of the zero state when h0 is absent).
+template <class T>
+struct DeltaGrads {
+  Tensor<T> dq, dk, dw, dv, dbeta, dg, dh0;
+};
+
+template <class T>
+struct DeltaGradSequence {
+  SeqView<T> dq, dk, dw, dv, dbeta, dg;  // dg: [T] or [T, K]; unused for Decay::none
+};
+
+// The checkpoint spacing for a sequence of `len` tokens (every = 0: ⌈√len⌉).
+inline std::int64_t delta_checkpoint_spacing(std::int64_t len, std::int64_t every) {
+  if (every > 0) return std::min(every, std::max<std::int64_t>(len, 1));
+  std::int64_t c = 1;
+  while (c * c < len) ++c;
+  return c;
+}
+
+}  // namespace ttr
