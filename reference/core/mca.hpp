@@ -386,15 +386,22 @@ template <>
 struct policy_for<McaReal> {
   using type = McaPolicy;
 };
-// A TF32 operand inside a 16-bit kernel (policy.hpp, tf32_operand): perturbed at
-// 2^-11 where the run's narrowed values are 16-bit (the bf16/fp16 models), unchanged
-// otherwise (fp32, whose TF32 is the foreign tf32 policy's: every narrowed value there).
+// A TF32 operand (policy.hpp, tf32_operand): an fp32 value a kernel hands to a tensor-
+// core product without storing it, e.g. the sub-chunk operands of FLA's
+// chunk_kda_bwd_intra (delta_chunk_backward.hpp). Perturbed at 2^-11 where the run's
+// products read TF32: the bf16/fp16 models (a 16-bit kernel's fp32 operands) and the
+// foreign tf32 policy (store format tf32: an fp32 kernel's every tl.dot). Unchanged
+// under a native fp32 model, whose products are fp32's. The tf32 policy used to leave
+// these operands exact, as if only the values it narrows met a product: FLA's fp32
+// chunk_kda backward left a TF32-sized residue at the row where the exact dg is 0
+// and was judged at 718 on dg (docs/validating-fla.md, "Failures").
 // Keyed by the value, like narrow(): an operand read by two products rounds alike.
 template <>
 struct tf32_operand<McaPolicy> {
   static McaReal round(const McaReal& x) {
     const McaContext& c = mca_context();
-    if (c.store_format != McaFormat::bf16 && c.store_format != McaFormat::fp16) return x;
+    if (c.store_format != McaFormat::bf16 && c.store_format != McaFormat::fp16 && c.store_format != McaFormat::tf32)
+      return x;
     constexpr double u = 0x1p-11;
     if (!mca_moves(x.value(), u, McaFormat::tf32)) return x;
     return McaReal(mca_perturb_moving(x.value(), u, McaFormat::tf32, mca_key(c, 11, x.value())));

@@ -88,9 +88,9 @@ inline float round_float_to_tf32(float x) { return round_float_dropping<13>(x); 
 // An fp32 operand of a tensor-core product inside a 16-bit kernel: a kernel that keeps
 // its operands in fp32 "for precision" (flash-linear-attention's chunk_kda_bwd_intra,
 // reference/family/delta_chunk_backward.hpp) still has them read as TF32. Identity
-// where the policy does not narrow (exact tiers; an fp32 kernel's own TF32 is the
-// foreign `tf32` policy's business, gate/policies.hpp); TF32 rounding under the 16-bit
-// policies; the Monte Carlo policy's is in mca.hpp.
+// where the policy does not narrow (exact tiers, fp32); TF32 rounding under the 16-bit
+// policies; the Monte Carlo policy's is in mca.hpp (it also perturbs them under the
+// foreign `tf32` policy of an fp32 kernel, gate/policies.hpp).
 template <class P>
 struct tf32_operand {
   static const typename P::acc& round(const typename P::acc& x) { return x; }

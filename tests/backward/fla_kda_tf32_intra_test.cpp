@@ -13,9 +13,14 @@
 //    ~2^-11 Σ|terms| (docs/validating-fla.md, "Failures": FLA's own chunk_kda left
 //    1e-4..1e-3 of Σ|terms| on the H200); the plain chunk model, whose pair terms cancel
 //    exactly, fails that residue at t = 0 and the form's own model passes it;
-//  * the form's model still fails a planted error in one dg row and one dq row.
+//  * the form's model still fails a planted error in one dg row and one dq row;
+//  * an fp32 kernel whose products are TF32 (the foreign `tf32` policy, FLA's fp32
+//    chunk_kda on Hopper) leaves the same residue at t = 0: the form's model under
+//    that policy covers it (its sub-chunk operands are TF32 operands there too) and
+//    the native fp32 model does not; 64 times the residue fails the tf32 model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -96,6 +101,56 @@ TEST(FlaKdaTf32Intra, ChunkModelFailsTheTf32ResidueAtTokenZeroItsOwnModelPasses)
       }
   }
   EXPECT_GE(failed_by_chunk, 3) << "the plain chunk model should fail the TF32 residue at t = 0 on most seeds";
+}
+
+// A TF32-sized residue at the row where the exact dg is 0, in an otherwise exact fp32
+// candidate: the residue is the bf16-tier form's own (TF32 rounding of the two sides,
+// real rounding, as above), the rest the MPFR adjoint rounded to double.
+TEST(FlaKdaTf32Intra, Tf32PolicyModelsTheResidueOfAnFp32Kernel) {
+  const Case k;
+  int fp32_failures = 0;
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, seed);
+    const TensorMap<double> exact =
+        run_layer(k.e, Form::sequential, Arith{Tier::mpfr, 256}, in, k.cfg, 64, Direction::backward).values;
+    const TensorMap<double> bf16 =
+        run_layer(k.e, Form::chunk_tf32_intra, Arith{Tier::bf16, 0}, in, k.cfg, 64, Direction::backward).values;
+    const std::int64_t K = exact.at("dg").dim(3);
+    auto with_residue = [&](double times) {
+      TensorMap<double> cand = exact;
+      for (std::int64_t i = 0; i < K; ++i)
+        cand.at("dg").data[static_cast<std::size_t>(i)] = times * bf16.at("dg").data[static_cast<std::size_t>(i)];
+      return cand;
+    };
+    double residue = 0.0;
+    for (std::int64_t i = 0; i < K; ++i) residue = std::max(residue, std::fabs(bf16.at("dg").data[static_cast<std::size_t>(i)]));
+    ASSERT_GT(residue, 0.0);
+    Judge judge(k.e, in, k.cfg, Arith{Tier::mpfr, 256}, Direction::backward);
+    ModelSpec ms;
+    ms.direction = Direction::backward;
+    ms.dtype = Tier::fp32;
+    ms.form = Form::chunk_tf32_intra;
+    auto dg_verdict = [&](const TensorMap<double>& cand) {
+      for (const TensorVerdict& t : judge(cand, ms).tensors)
+        if (t.name == "dg") return t;
+      ADD_FAILURE() << "no dg verdict";
+      return TensorVerdict{};
+    };
+    ms.policy = Policy::tf32;
+    const TensorVerdict as_tf32 = dg_verdict(with_residue(1.0));
+    EXPECT_TRUE(as_tf32.pass) << "ratio " << as_tf32.max_ratio << ": the tf32 model misses TF32 operands";
+    const TensorVerdict big = dg_verdict(with_residue(64.0));
+    EXPECT_FALSE(big.pass) << "ratio " << big.max_ratio << ": 64 times the residue passed the tf32 model";
+    EXPECT_EQ(big.worst.t, 0);
+    ms.policy = Policy::native;
+    const TensorVerdict as_fp32 = dg_verdict(with_residue(1.0));
+    if (!as_fp32.pass) {
+      ++fp32_failures;
+      EXPECT_EQ(as_fp32.worst.t, 0);
+    }
+  }
+  EXPECT_GE(fp32_failures, 3) << "the native fp32 model should fail a TF32-sized residue on most seeds";
 }
 
 TEST(FlaKdaTf32Intra, ItsModelStillFailsPlantedRows) {
