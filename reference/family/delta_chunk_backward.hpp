@@ -176,6 +176,41 @@ void sub_chunk_products_backward_tf32(const Matrix<typename P::acc>& X, const Ma
   }
 }
 
+// dβ's pairs across sub-chunks, as flash-linear-attention's chunk_kda_bwd_intra forms
+// them: not Σ_s dA_ts G_ts from the forward's G (formed pair by pair in fp32), but
+// dβ_t += Σ_d X_td dK2_td with dK2_t = e^{b_t − b_n} Σ_{s<n} dA_ts (Y_s ⊙ e^{b_n − b_s}),
+// n the first row of t's sub-chunk: the dX side of sub_chunk_products_backward_tf32 on
+// the β-free dA, its operands read as TF32 (FLA: `b_dk2 = tl.dot(b_dAkk, b_kg, b_dk2)`,
+// then `b_db = tl.sum(b_dk2 * b_k, 1)`, fla/ops/kda/chunk_intra.py). The same sum in
+// exact arithmetic; under TF32 its error is 2^-11 of the products across sub-chunks,
+// which the fp32 G does not carry: FLA's fp32 chunk_kda backward was judged at 11.0 on
+// dβ under the tf32 policy while G stood in (docs/validating-fla.md, "Failures").
+template <class P>
+void sub_chunk_dbeta_tf32(const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y,
+                          const Matrix<typename P::acc>& b, const Matrix<typename P::acc>& dA, int sub,
+                          std::vector<typename P::acc>& dbeta) {
+  using A = typename P::acc;
+  using std::exp;
+  using R = tf32_operand<P>;
+  const int c = X.rows, K = X.cols;
+  const A zero = from_double<A>(0.0);
+  std::vector<A> side(static_cast<std::size_t>(K));
+  Matrix<A> op;
+  for (int n = sub; n < c; n += sub) {
+    op.assign(n, K, zero);
+    for (int s = 0; s < n; ++s)
+      for (int i = 0; i < K; ++i) op(s, i) = R::round(Y(s, i) * exp(b(n, i) - b(s, i)));
+    for (int t = n; t < std::min(n + sub, c); ++t) {
+      std::fill(side.begin(), side.end(), zero);
+      for (int s = 0; s < n; ++s) {
+        const A d = R::round(dA(t, s));
+        for (int i = 0; i < K; ++i) mul_add_to(side[i], d, op(s, i));
+      }
+      for (int i = 0; i < K; ++i) mul_add_to(dbeta[t], X(t, i), side[i] * exp(b(t, i) - b(n, i)));
+    }
+  }
+}
+
 template <class P>
 struct DeltaChunkBackwardWork {
   using A = typename P::acc;
@@ -400,10 +435,12 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
         mul_add_to(w.dv(t, j), beta[t], w.dbv(t, j));
       }
     }
-    // A = Diag(β) G: dβ_t += Σ_s dA_ts G_ts, dG = Diag(β) dA.
+    // A = Diag(β) G: dβ_t += Σ_s dA_ts G_ts, dG = Diag(β) dA (chunk_tf32_intra: the
+    // pairs across sub-chunks as FLA forms them, sub_chunk_dbeta_tf32).
+    if (across) sub_chunk_dbeta_tf32<P>(w.k, w.w, w.b, w.da, across, w.dbeta);
     for (int t = 0; t < c; ++t)
       for (int j = 0; j < t; ++j) {
-        mul_add_to(w.dbeta[t], w.da(t, j), w.a(t, j));
+        if (!across || t / across == j / across) mul_add_to(w.dbeta[t], w.da(t, j), w.a(t, j));
         w.da(t, j) *= beta[t];
       }
     masked_decayed_products_backward(s.decay, w.k, w.w, w.b, true, w.da, w.dk, w.dw, w.db, across);
