@@ -183,8 +183,10 @@ void sub_chunk_products_backward_tf32(const Matrix<typename P::acc>& X, const Ma
 // the β-free dA, its operands read as TF32 (FLA: `b_dk2 = tl.dot(b_dAkk, b_kg, b_dk2)`,
 // then `b_db = tl.sum(b_dk2 * b_k, 1)`, fla/ops/kda/chunk_intra.py). The same sum in
 // exact arithmetic; under TF32 its error is 2^-11 of the products across sub-chunks,
-// which the fp32 G does not carry: FLA's fp32 chunk_kda backward was judged at 11.0 on
-// dβ under the tf32 policy while G stood in (docs/validating-fla.md, "Failures").
+// which the fp32 G does not carry. (Written when FLA's fp32 chunk_kda backward was
+// judged at 11.0 on dβ as tf32; that came from the policy leaving the TF32 operands
+// exact (mca.hpp, tf32_operand), and with those rounded the capture's dβ is 7.19 as
+// tf32 with or without this arrangement: docs/validating-fla.md, "Failures".)
 template <class P>
 void sub_chunk_dbeta_tf32(const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y,
                           const Matrix<typename P::acc>& b, const Matrix<typename P::acc>& dA, int sub,
