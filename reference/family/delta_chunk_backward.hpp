@@ -112,6 +112,35 @@ void masked_decayed_products_backward(Decay kind, const Matrix<A>& X, const Matr
     }
 }
 
+// The dX side of the pairs across sub-chunks of size `sub` (FLA's `b_dk2 = tl.dot(b_dAkk,
+// b_kg, b_dk2)`, then `b_dk2 *= b_gqn`): for each row t of sub-chunk [n, n + sub), n ≥ sub,
+// and each key i, use(t, i, part) with part = e^{b_ti − b_ni} Σ_{s<n} dP_ts (Y_si e^{b_ni − b_si}),
+// both operands of the sum read as TF32 (tf32_operand).
+template <class P, class Use>
+void sub_chunk_dx_side_tf32(const Matrix<typename P::acc>& Y, const Matrix<typename P::acc>& b,
+                            const Matrix<typename P::acc>& dP, int sub, Use&& use) {
+  using A = typename P::acc;
+  using std::exp;
+  using R = tf32_operand<P>;
+  const int c = Y.rows, K = Y.cols;
+  const A zero = from_double<A>(0.0);
+  std::vector<A> side(static_cast<std::size_t>(K));
+  Matrix<A> op;  // one sub-chunk's TF32 operand rows, formed once for its rows
+  for (int n = sub; n < c; n += sub) {
+    op.assign(n, K, zero);
+    for (int s = 0; s < n; ++s)
+      for (int i = 0; i < K; ++i) op(s, i) = R::round(Y(s, i) * exp(b(n, i) - b(s, i)));
+    for (int t = n; t < std::min(n + sub, c); ++t) {
+      std::fill(side.begin(), side.end(), zero);
+      for (int s = 0; s < n; ++s) {
+        const A d = R::round(dP(t, s));
+        for (int i = 0; i < K; ++i) mul_add_to(side[i], d, op(s, i));
+      }
+      for (int i = 0; i < K; ++i) use(t, i, side[i] * exp(b(t, i) - b(n, i)));
+    }
+  }
+}
+
 // The pairs masked_decayed_products_backward leaves out with `across` = sub (per-key
 // decay, s in an earlier sub-chunk than t), as flash-linear-attention's
 // chunk_kda_bwd_intra forms them (fla/ops/kda/chunk_intra.py): dX through the first row
@@ -135,25 +164,10 @@ void sub_chunk_products_backward_tf32(const Matrix<typename P::acc>& X, const Ma
   const A zero = from_double<A>(0.0);
   std::vector<A> side(static_cast<std::size_t>(K));
   Matrix<A> op;  // one sub-chunk's TF32 operand rows, formed once for its rows
-  // The dX side, sub-chunk [n, n + sub): its rows of dP against the rows s < n of
-  // Y ⊙ e^{b_n − b_s}.
-  for (int n = sub; n < c; n += sub) {
-    op.assign(n, K, zero);
-    for (int s = 0; s < n; ++s)
-      for (int i = 0; i < K; ++i) op(s, i) = R::round(Y(s, i) * exp(b(n, i) - b(s, i)));
-    for (int t = n; t < std::min(n + sub, c); ++t) {
-      std::fill(side.begin(), side.end(), zero);
-      for (int s = 0; s < n; ++s) {
-        const A d = R::round(dP(t, s));
-        for (int i = 0; i < K; ++i) mul_add_to(side[i], d, op(s, i));
-      }
-      for (int i = 0; i < K; ++i) {
-        const A part = side[i] * exp(b(t, i) - b(n, i));
-        dX(t, i) += part;
-        db(t, i) += X(t, i) * part;
-      }
-    }
-  }
+  sub_chunk_dx_side_tf32<P>(Y, b, dP, sub, [&](int t, int i, const A& part) {
+    dX(t, i) += part;
+    db(t, i) += X(t, i) * part;
+  });
   // The dY side, sub-chunk ending at row m: its columns of dP against the rows t > m
   // of X ⊙ e^{b_t − b_m}.
   for (int s0 = 0; s0 + sub < c; s0 += sub) {
@@ -192,25 +206,7 @@ void sub_chunk_dbeta_tf32(const Matrix<typename P::acc>& X, const Matrix<typenam
                           const Matrix<typename P::acc>& b, const Matrix<typename P::acc>& dA, int sub,
                           std::vector<typename P::acc>& dbeta) {
   using A = typename P::acc;
-  using std::exp;
-  using R = tf32_operand<P>;
-  const int c = X.rows, K = X.cols;
-  const A zero = from_double<A>(0.0);
-  std::vector<A> side(static_cast<std::size_t>(K));
-  Matrix<A> op;
-  for (int n = sub; n < c; n += sub) {
-    op.assign(n, K, zero);
-    for (int s = 0; s < n; ++s)
-      for (int i = 0; i < K; ++i) op(s, i) = R::round(Y(s, i) * exp(b(n, i) - b(s, i)));
-    for (int t = n; t < std::min(n + sub, c); ++t) {
-      std::fill(side.begin(), side.end(), zero);
-      for (int s = 0; s < n; ++s) {
-        const A d = R::round(dA(t, s));
-        for (int i = 0; i < K; ++i) mul_add_to(side[i], d, op(s, i));
-      }
-      for (int i = 0; i < K; ++i) mul_add_to(dbeta[t], X(t, i), side[i] * exp(b(t, i) - b(n, i)));
-    }
-  }
+  sub_chunk_dx_side_tf32<P>(Y, b, dA, sub, [&](int t, int i, const A& part) { mul_add_to(dbeta[t], X(t, i), part); });
 }
 
 template <class P>
