@@ -92,14 +92,24 @@ void gka_chebyshev_unrolled_backward(ApplyT&& apply_t, const std::vector<T>& sq,
     apply_t(di.data(), tmp.data());
     std::vector<T>& dm1 = dxi(i - 1);
     std::vector<T>& dm2 = dxi(i - 2);
-    // In place (fused, no temporaries: this O(K) work runs r times a token and its
-    // allocations alone cost MPFR as much as a tenth of the reverse pass).
-    const T mci = -ci, one_m_wi = one - wi;
-    for (int j = 0; j < K; ++j) {
-      mul_add_to(g.dsq[j], ci, di[j]);
-      mul_add_to(dm1[j], wi, di[j]);
-      mul_add_to(dm1[j], mci, tmp[j]);
-      mul_add_to(dm2[j], one_m_wi, di[j]);
+    if constexpr (reorders_for_speed<T>::value) {
+      // MPFR/MPFI: in place, fused, no temporaries (this O(K) work runs r times a token
+      // and its allocations alone cost as much as a tenth of the reverse pass). The
+      // other tiers keep the operations as written: the Monte Carlo model of GKA's
+      // recurrent kernels and the low-precision sequential forms round each of them.
+      const T mci = -ci, one_m_wi = one - wi;
+      for (int j = 0; j < K; ++j) {
+        mul_add_to(g.dsq[j], ci, di[j]);
+        mul_add_to(dm1[j], wi, di[j]);
+        mul_add_to(dm1[j], mci, tmp[j]);
+        mul_add_to(dm2[j], one_m_wi, di[j]);
+      }
+    } else {
+      for (int j = 0; j < K; ++j) {
+        g.dsq[j] += ci * di[j];
+        dm1[j] += wi * di[j] - ci * tmp[j];
+        dm2[j] -= (wi - one) * di[j];
+      }
     }
     for (int p = 0; p < K; ++p) {  // the row's factor formed once, not per element
       const T f = -(ci * di[p]);
@@ -107,13 +117,18 @@ void gka_chebyshev_unrolled_backward(ApplyT&& apply_t, const std::vector<T>& sq,
     }
     g.dlam -= ci * dot(di.data(), xm1.data(), K);
     T dci = zero, dwi = domega[static_cast<std::size_t>(i)];
-    for (int j = 0; j < K; ++j) {  // dc_i = −⟨dξ_i, Aξ_{i-1} − q̂⟩ = ⟨dξ_i, q̂ − Aξ_{i-1}⟩
-      diff = sq[j];
-      diff -= Axm1[j];
-      mul_add_to(dci, di[j], diff);
-      diff = xm1[j];
-      diff -= xm2[j];
-      mul_add_to(dwi, di[j], diff);
+    for (int j = 0; j < K; ++j) {
+      if constexpr (reorders_for_speed<T>::value) {  // dc_i = ⟨dξ_i, q̂ − Aξ_{i-1}⟩, no temporaries
+        diff = sq[j];
+        diff -= Axm1[j];
+        mul_add_to(dci, di[j], diff);
+        diff = xm1[j];
+        diff -= xm2[j];
+        mul_add_to(dwi, di[j], diff);
+      } else {
+        mul_add_to(dci, -di[j], Axm1[j] - sq[j]);
+        mul_add_to(dwi, di[j], xm1[j] - xm2[j]);
+      }
     }
     dwi += two * dci / s;
     ds -= dci * ci / s;
