@@ -151,7 +151,7 @@ void precond_delta_chunk_forward(DeltaArgs a, const void* k_tilde);
 // and the shapes are taken from `a`; p.A_final optional).
 void precond_delta_chunk_forward(DeltaArgs a, AtkArgs p);
 
-// Kalman linear attention (KLA-K §4; docs/layers.md `kla_kalman`), per slot (n, d):
+// Kalman linear attention (KLA-K §4; docs/layers/kla_kalman.md), per slot (n, d):
 //   φ = k_n² λv_d;  Λ_t = Λ_{t−1}/(ā² + p̄Λ_{t−1}) + φ;  η_t = ā/(ā² + p̄Λ_{t−1}) η_{t−1} + k_n λv_d v_d;
 //   o_{t,d} = scale Σ_n q_n η/Λ;  o_var_{t,d} = scale² Σ_n q_n²/Λ;  lambda_T, eta_T the final states.
 // Layout: q, k [B,T,H,N]; v, o, o_var [B,T,H,D] in `dtype`; lambda_v [B,T,H,D],
@@ -223,7 +223,7 @@ struct KlaBackwardArgs {
 void validate(const KlaBackwardArgs& a);
 void kla_kalman_chunk_backward(const KlaBackwardArgs& a);
 
-// Gated KalmaNet (GKA eqs. (3), (4), (CH), Alg. 1; docs/layers.md `gka`, solver = chebyshev):
+// Gated KalmaNet (GKA eqs. (3), (4), (CH), Alg. 1; docs/layers/gka.md, solver = chebyshev):
 //   H_t = γ_t H_{t−1} + β_t k_t k_tᵀ;  S_t = γ_t S_{t−1} + β_t k_t v_tᵀ;  λ_t = a‖H_t‖_F (or a fixed λ);
 //   x_t = `iters` Chebyshev steps on (H_t + λ_t I) x = scale·q_t (L = ‖H_t‖_F + λ_t, μ = λ_t,
 //   ξ_{−1} = 0, ξ_0 = 2 scale·q_t/(L + μ), weights from ω_0 = omega0);

@@ -1,7 +1,6 @@
 // The guaranteed domain of Gated KalmaNet (gka; GKA eqs. (3)-(5), (CH), Alg. 1,
 // Alg. 2): sequential and chunk forms, forward and backward, for the solvers as
-// the forms run them (chebyshev; exact; cg forward only); docs/domains.md,
-// "Gated KalmaNet". This file: the forward bounds and the conditions; the
+// the forms run them (chebyshev; exact; cg forward only); docs/domains/gka.md. This file: the forward bounds and the conditions; the
 // backward's bounds are in gka_backward.cpp.
 //
 // The solve (H_t + λ_tI)x = scale·q_t has intermediates of size ‖scale·q‖/λ_t, so
@@ -137,7 +136,7 @@ Split split_of(const Tensor<double>* hkk0, const Problem& p, std::int64_t K) {
   return s;
 }
 
-// The forward bounds of one token (docs/domains.md, "The regulariser", "The
+// The forward bounds of one token (docs/domains/gka.md, "The regulariser", "The
 // Chebyshev solve", "The exact solve", "Conjugate gradient").
 void solve_bounds(const Params& P, double hp2, Token& t) {
   // float64's rounding of the recursions (relative ~T·2^-53) moved to the safe side.
@@ -353,7 +352,7 @@ LayerDomain gka(const LayerSpec&) {
       [](const Bounds& b) { return b.gram; });
   add("regulariser",
       "max_t of λ_t ≤ aĤ_t (or λ), L + μ ≤ Ĥ_t + 2λ_t; chebyshev: 2ω̄_t/(h_t + 2λ_lo,t); sequential backward with "
-      "chebyshev_backward=alg2: 4/ρ_lo,t²  (h_t ≤ ‖H_t‖_F, λ_lo,t, ω̄_t ≥ ω_i, ρ_lo,t: docs/domains.md)",
+      "chebyshev_backward=alg2: 4/ρ_lo,t²  (h_t ≤ ‖H_t‖_F, λ_lo,t, ω̄_t ≥ ω_i, ρ_lo,t: docs/domains/gka.md)",
       "λ_t, L, μ, L + μ and Chebyshev's c_0 = 2/(L + μ), c_i = 2ω_i/(L + μ); Alg. 2's 4/ρ² (eq. (57))", all, both,
       Held::compute, [](const Bounds& b) { return b.scalars; });
   add("iterates",

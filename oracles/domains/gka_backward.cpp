@@ -1,5 +1,5 @@
-// GKA's guaranteed domain, backward direction (docs/domains.md, "Gated KalmaNet,
-// backward"): the sequential adjoint (reference/gka/backward.hpp, solve_backward.hpp)
+// GKA's guaranteed domain, backward direction (docs/domains/gka.md,
+// "Backward"): the sequential adjoint (reference/gka/backward.hpp, solve_backward.hpp)
 // token by token from t = T, and the chunk backward (chunk_backward.hpp,
 // chunk_backward_parts.hpp) chunk by chunk from the sequential adjoint's bounds at
 // the chunk's end — in exact arithmetic the adjoint carried between chunks is the
@@ -135,7 +135,7 @@ void backward_bounds(const Params& P, const ProblemBounds& pr, Bounds& b) {
     DH = t.gamma * DHp, DS = t.gamma * DSp;
   }
   if (!chunk || T == 0) return;
-  // The chunk backward, chunk by chunk (docs/domains.md, "Gated KalmaNet, chunk backward").
+  // The chunk backward, chunk by chunk (docs/domains/gka.md, "Chunk backward").
   const std::size_t C = std::min<std::size_t>(static_cast<std::size_t>(std::max(P.chunk, 1)), T);
   for (std::size_t c0 = 0; c0 < T; c0 += C) {
     const std::size_t c1 = std::min(T, c0 + C), last = c1 - 1;

@@ -1,4 +1,4 @@
-// GKA's guaranteed domain (docs/domains.md, "Gated KalmaNet"), shared by the
+// GKA's guaranteed domain (docs/domains/gka.md), shared by the
 // forward derivation (gka.cpp) and the backward one (gka_backward.cpp): the
 // per-token bounds of the forward quantities, on which the adjoint's bounds are
 // built, and the values of the conditions.
@@ -46,7 +46,7 @@ struct Params {
 };
 
 // One token of one (sequence, head) problem: the inputs' norms and the forward
-// bounds (docs/domains.md, "Gated KalmaNet": the state, the regulariser, the solve).
+// bounds (docs/domains/gka.md, "Forward": the state, the regulariser, the solve).
 struct Token {
   double kap = 0, nu = 0, sig = 0;      // ‖k_t‖, ‖v_t‖, ‖scale·q_t‖ (normalised rows with l2norm)
   double beta = 1, gamma = 1;           // β_t, γ_t = e^{g_t}
@@ -112,7 +112,7 @@ inline double chebyshev_partials(const Token& t, double rhs) {
              quot(rhs, t.m));
 }
 
-// The Chebyshev factors of one token (docs/domains.md, "The Chebyshev solve"),
+// The Chebyshev factors of one token (docs/domains/gka.md, "The Chebyshev solve"),
 // at the largest ρ the token can have (every factor grows with ρ):
 //   ω_i ≤ ω_i(ρ_hi);  ‖dξ_j‖ ≤ F_j‖dx‖, F_j = U_{r−j}(z)·Π_{n=j+1..r} ρω_n/2,
 // z = 1 + 2n_t/h_t the largest |y/ρ| on the spectrum (1 when H_t is PSD).

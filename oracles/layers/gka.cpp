@@ -80,7 +80,7 @@ LayerSpec spec_gka() {
   };
 }
 
-// The inputs its forms are guaranteed finite on (docs/domains.md, "Gated KalmaNet").
+// The inputs its forms are guaranteed finite on (docs/domains/gka.md).
 LayerDomain domain_gka(const LayerSpec& s) { return domains::gka(s); }
 
 }  // namespace ttr::layers

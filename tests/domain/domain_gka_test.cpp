@@ -1,5 +1,5 @@
 // The guaranteed domain of Gated KalmaNet (gka), at the worst cases of its
-// derivation (docs/domains.md, "Gated KalmaNet"): soundness just inside the domain
+// derivation (docs/domains/gka.md): soundness just inside the domain
 // (the exact trace of gate/range.hpp finds nothing beyond its format, every output
 // of the form is finite in the dtype) and the tightness f* at the first amplitude
 // where the trace finds a value beyond (tests/domain/domain_probe.hpp), for every
@@ -175,7 +175,7 @@ using namespace domain_probe;
 // Left out: Alg. 2's reversal (the chunk backward, and the sequential backward with
 // chebyshev_backward=alg2) where it multiplies float64's rounding errors by more than
 // 2^30 — R^{−r} with R = (√κ − 1)/(√κ + 1), κ = (1 + a)/a (GKA Lemma 3), or a fixed λ —:
-// there the range trace itself does not follow the exact iterates (docs/domains.md).
+// there the range trace itself does not follow the exact iterates (docs/domains/gka.md).
 TEST(Domain, GkaRandomCasesAtTheDomainEdgeStayInRange) {
   const LayerEntry& e = find_layer("gka");
   const LayerDomain& dom = *layer_domain("gka");

@@ -1,7 +1,7 @@
 // Shared by the domain tests (tests/domain/*_test.cpp): the amplitude grid, the
 // probe of one (layer, direction, form, dtype) at a worst case of its derivation,
 // and the walk that checks soundness just inside the domain and measures f*
-// (docs/domains.md, "Measured tightness"). Each probe runs the form exactly
+// (docs/domains/tightness.md). Each probe runs the form exactly
 // (the range trace of gate/range.hpp) — an independent computation of every
 // intermediate — and the form itself in the dtype.
 #pragma once
