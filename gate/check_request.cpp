@@ -10,6 +10,7 @@
 
 #include "gate/judge.hpp"
 #include "oracles/error.hpp"
+#include "oracles/validate.hpp"  // widen
 #include "oracles/varlen.hpp"
 #include "oracles/loaded_inputs.hpp"
 #include "oracles/oracle.hpp"
@@ -100,8 +101,9 @@ TensorMap<double> load_candidate(const io::TensorFile& f, const std::string& pat
     if (it->second.shape != want)
       throw InputError(fmt::format("{} has shape {}; expected {} = {} for these inputs", what,
                                    shape_str(it->second.shape), dims_str(ts), shape_str(want)));
-    out[ts.name] = Tensor<double>{it->second.shape, 0.0};
-    out[ts.name].data = io::to_f64(it->second, what);
+    Tensor<double>& t = out[ts.name];  // widened on every core, not zero-filled first
+    t.shape = it->second.shape;
+    t.data = widen(it->second, what);
   }
   storage = f.tensors.at(required.front()).dtype;
   return out;
@@ -152,8 +154,9 @@ TensorMap<double> load_oracle(const io::TensorFile& f, const std::string& path, 
     if (it->second.shape != want)
       throw InputError(fmt::format("{} has shape {}; expected {} = {} for these inputs", what,
                                    shape_str(it->second.shape), dims_str(ts), shape_str(want)));
-    out[ts.name] = Tensor<double>{it->second.shape, 0.0};
-    out[ts.name].data = io::to_f64(it->second, what);
+    Tensor<double>& t = out[ts.name];  // widened on every core, not zero-filled first
+    t.shape = it->second.shape;
+    t.data = widen(it->second, what);
   }
   return out;
 }

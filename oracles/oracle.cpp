@@ -1,5 +1,6 @@
 #include "oracles/oracle.hpp"
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "oracles/error.hpp"
 #include "oracles/slices.hpp"
+#include "oracles/threads.hpp"
 #include "oracles/varlen.hpp"
 
 namespace ttr {
@@ -23,8 +25,15 @@ io::TensorFile to_file(const TensorMap<double>& tensors, io::DType dtype, std::m
   io::TensorFile f;
   f.metadata = std::move(metadata);
   // cu_seqlens is always I64 (FLA's offsets), whatever the floating dtype of the rest.
-  for (const auto& [name, t] : tensors)
-    f.tensors.emplace(name, io::from_f64(t.data, t.shape, name == kCuSeqlens ? io::DType::I64 : dtype));
+  // The outputs are narrowed on every core (from_f64 element for element; an I64
+  // value that does not fit fails at its lowest element, as from_f64 would).
+  for (const auto& [name, t] : tensors) {
+    const io::DType d = name == kCuSeqlens ? io::DType::I64 : dtype;
+    io::RawTensor raw{d, t.shape, std::vector<std::uint8_t>(t.data.size() * io::dtype_size(d))};
+    parallel_blocks(t.data.size(), kTensorPassGrain,
+                    [&](std::size_t b, std::size_t e) { io::from_f64_range(t.data, raw, b, e); });
+    f.tensors.emplace(name, std::move(raw));
+  }
   return f;
 }
 
@@ -54,6 +63,7 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   OracleRequest req;
   req.mode = opt.mode;
   req.bits = opt.bits;
+  req.own_error = opt.certified;  // the enclosure's slack; the file carries values only
   // The digest is one serial pass over every input byte (0.5 s for the production
   // case's 400 MB): taken on a thread of its own beside the slices' runs (one more
   // than TTR_THREADS for that long) rather than after them.
@@ -87,9 +97,13 @@ io::TensorFile compute_oracle(const LayerEntry& layer, const LayerInputs& in, co
   // are written as ±inf; say so in the metadata rather than let it pass unnoticed.
   std::string nonfinite;
   for (const auto& [name, t] : point.values) {
-    std::size_t n = 0;
-    for (double x : t.data) n += std::isfinite(x) ? 0 : 1;
-    if (n) nonfinite += fmt::format("{}{}:{}", nonfinite.empty() ? "" : ",", name, n);
+    std::atomic<std::size_t> n{0};
+    parallel_blocks(t.data.size(), kTensorPassGrain, [&](std::size_t b, std::size_t e) {
+      std::size_t here = 0;
+      for (std::size_t i = b; i < e; ++i) here += std::isfinite(t.data[i]) ? 0 : 1;
+      n += here;
+    });
+    if (n) nonfinite += fmt::format("{}{}:{}", nonfinite.empty() ? "" : ",", name, n.load());
   }
   if (!nonfinite.empty()) meta["nonfinite_outputs"] = nonfinite;
   TensorMap<double> bounds;  // "<name>.lower", "<name>.upper" of a certified run

@@ -92,6 +92,13 @@ double max_over_target(const TensorSpec& ts, const Tensor<double>& v, const Tens
   return m;
 }
 
+// An output the slicer puts back element for element (oracles/slices.hpp), not
+// summed over slices.
+bool placed_whole(const TensorSpec& ts) {
+  const AxisKind k = axis_kind(ts);
+  return k == AxisKind::per_token || k == AxisKind::per_sequence;
+}
+
 // The rule of the header on one output of one slice: fills `est` (per element)
 // and returns why the slice escalates ("" when it does not). Row indices are the
 // slice's own (b = 0 and h = 0 once its batch row and head are cut out).
@@ -157,6 +164,7 @@ struct SliceRecord {
   Slice slice;
   bool escalated = false;
   std::string reason;  // with the slice named
+  double max_error_over_target = 0.0;  // over its rows (0 when MPFR produced them)
 };
 
 // The batch row (varlen: the sequence) a slice covers, −1 when it covers several:
@@ -225,12 +233,27 @@ OracleResult compute_oracle_values(const LayerEntry& layer, Form form, const Ten
       const std::string w = judge_rows(*ts, t, x.values.at(name), est, req.target_u);
       if (why.empty()) why = w;
     }
-    SliceRecord rec{s, !why.empty(), ""};
+    SliceRecord rec{s, !why.empty(), "", 0.0};
     if (rec.escalated) {
       rec.reason = fmt::format("{}: {}", slice_name(s, varlen), why);
       LayerResult m = mpfr(part, c, o);
       for (const auto& [name, t] : m.values) m.own_error[name] = Tensor<double>(t.shape, 0.0);
       a = std::move(m);
+    }
+    // Outputs placed whole (per token or per sequence): each row lies within one
+    // slice and keeps its bits when put back, so the largest ratio over slices is
+    // the largest over rows, taken here on every core. Outputs summed over slices
+    // (per-head gradients) are judged after the sum, below.
+    for (auto it = a.own_error.begin(); it != a.own_error.end();) {
+      const TensorSpec* ts = spec.output(it->first);
+      if (!ts || !placed_whole(*ts)) {
+        ++it;
+        continue;
+      }
+      if (ts->certifiable && !rec.escalated)
+        rec.max_error_over_target = std::max(
+            rec.max_error_over_target, max_over_target(*ts, a.values.at(it->first), it->second, req.target_u));
+      it = req.own_error ? std::next(it) : a.own_error.erase(it);
     }
     const std::lock_guard<std::mutex> lock(records_lock);
     records.emplace(s.index, std::move(rec));
@@ -260,10 +283,12 @@ OracleResult compute_oracle_values(const LayerEntry& layer, Form form, const Ten
   p.tier = p.escalated.empty()                  ? "dd"
            : p.escalated.size() == plan.size() ? fmt::format("mpfr:{}", req.bits)
                                                 : fmt::format("dd+mpfr:{}", req.bits);
+  for (const SliceRecord& rec : plan) p.max_error_over_target = std::max(p.max_error_over_target, rec.max_error_over_target);
   for (const auto& [name, t] : r.values)
-    if (const TensorSpec* ts = spec.output(name); ts && ts->certifiable && r.own_error.count(name))
+    if (const TensorSpec* ts = spec.output(name); ts && ts->certifiable && !placed_whole(*ts) && r.own_error.count(name))
       p.max_error_over_target =
           std::max(p.max_error_over_target, max_over_target(*ts, t, r.own_error.at(name), req.target_u));
+  if (!req.own_error) r.own_error.clear();
   return r;
 }
 

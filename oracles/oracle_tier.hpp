@@ -63,6 +63,10 @@ struct OracleRequest {
   OracleMode mode = OracleMode::fast;
   unsigned bits = 256;       // MPFR precision (the whole oracle in mpfr mode, escalated slices in fast mode)
   double target_u = 0x1p-53; // unit roundoff of the finest dtype judged against this oracle (float64 by default)
+  // Whether the result carries own_error per element (the judge and a certified
+  // oracle read it). Without it the slices keep only their largest row ratio
+  // (max_error_over_target), and the oracle skips assembling a copy of every output.
+  bool own_error = true;
 };
 
 // An escalated slice: batch row b — or, under varlen (unit "(n,h)"), sequence
@@ -91,7 +95,7 @@ struct OracleResult {
   TensorMap<double> values;     // rounded to nearest double
   // Per output element: the estimated own error of the value (dd elements; 0 for
   // elements MPFR produced, whose own error is taken as negligible, as always).
-  // Empty in mpfr mode.
+  // Empty in mpfr mode, or when the request asked for none.
   TensorMap<double> own_error;
   OracleProvenance provenance;
   unsigned working_bits = 0;    // the fewest significand bits any slice used (106 where dd served)

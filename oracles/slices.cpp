@@ -18,9 +18,6 @@
 namespace ttr {
 namespace {
 
-int g_threads = 0;                // set_slice_threads
-thread_local int t_threads = 0;   // SliceThreadsScope
-
 // A tensor seen as [A0, A1, A2, R]: A0 the batch/sequence axis, A1 the token axis,
 // A2 the head axis, R the rest (1 where the tensor lacks that axis).
 struct Layout {
@@ -276,24 +273,6 @@ Plan make_plan(const LayerSpec& spec, const TensorMap<double>& in, const SliceOp
 }
 
 }  // namespace
-
-int slice_threads() {
-  if (t_threads > 0) return t_threads;
-  if (g_threads > 0) return g_threads;
-  if (const char* e = std::getenv("TTR_THREADS"); e && *e) {
-    char* end = nullptr;
-    const long n = std::strtol(e, &end, 10);
-    if (*end != '\0' || n < 1 || n > 4096)
-      throw InputError(fmt::format("environment TTR_THREADS='{}' is not a thread count (1..4096)", e));
-    return static_cast<int>(n);
-  }
-  return std::max(1, omp_get_max_threads());
-}
-
-void set_slice_threads(int n) { g_threads = n; }
-
-SliceThreadsScope::SliceThreadsScope(int n) : saved_(t_threads) { t_threads = n; }
-SliceThreadsScope::~SliceThreadsScope() { t_threads = saved_; }
 
 LayerResult run_sliced(const LayerSpec& spec, LayerRunner run, const TensorMap<double>& in, const Config& cfg,
                        const FormOptions& opt, const SliceOptions& so) {

@@ -32,6 +32,7 @@
 #include "oracles/registry.hpp"
 #include "oracles/runner.hpp"
 #include "oracles/spec.hpp"
+#include "oracles/threads.hpp"  // slice_threads, SliceThreadsScope
 #include "reference/core/mutant.hpp"
 
 namespace ttr {
@@ -62,28 +63,10 @@ struct SliceOptions {
   bool split = false;
   // The form is a kernel form (chunk, scan): the varlen mutants may apply.
   bool kernel_form = false;
-  int threads = 0;  // 0: slice_threads()
+  int threads = 0;  // 0: slice_threads() (oracles/threads.hpp)
   // Called on the thread that runs the slice, before and after it (the error
   // model seeds its Monte Carlo stream per slice from (seed, sequence, head)).
   std::function<void(const Slice&)> before, after;
-};
-
-// Threads the slicer uses by default: set_slice_threads(n) when n > 0 (the CLI's
-// --threads), else the environment variable TTR_THREADS, else OpenMP's default
-// (OMP_NUM_THREADS or the number of cores).
-int slice_threads();
-void set_slice_threads(int n);
-// Limits the slicer to `n` threads on this thread while the scope lives (callers
-// that already run their own units on every core, such as the gate's workers).
-class SliceThreadsScope {
- public:
-  explicit SliceThreadsScope(int n);
-  ~SliceThreadsScope();
-  SliceThreadsScope(const SliceThreadsScope&) = delete;
-  SliceThreadsScope& operator=(const SliceThreadsScope&) = delete;
-
- private:
-  int saved_;
 };
 
 // Runs `run` (a form of the layer whose direction's spec is `spec`) on `in`,

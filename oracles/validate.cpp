@@ -5,6 +5,7 @@
 #include <set>
 
 #include "oracles/error.hpp"
+#include "oracles/threads.hpp"
 #include "oracles/varlen.hpp"
 
 namespace ttr {
@@ -36,6 +37,14 @@ Shape shape_of(const TensorSpec& t, const Dims& dims) {
   Shape s;
   for (const auto& d : t.dims) s.push_back(dims.at(d));
   return s;
+}
+
+std::vector<double> widen(const io::RawTensor& t, const std::string& what) {
+  io::check_f64_convertible(t, what);
+  std::vector<double> out(t.data.size() / io::dtype_size(t.dtype));
+  parallel_blocks(out.size(), kTensorPassGrain,
+                  [&](std::size_t b, std::size_t e) { io::to_f64_range(t, b, e, out.data(), what); });
+  return out;
 }
 
 LayerInputs validate_inputs(const LayerSpec& spec, const io::TensorFile& file, const std::string& source) {
@@ -97,15 +106,16 @@ LayerInputs validate_inputs(const LayerSpec& spec, const io::TensorFile& file, c
     }
     Tensor<double> t;
     t.shape = raw.shape;
-    t.data = io::to_f64(raw, what);
-    for (std::int64_t i = 0; i < t.numel(); ++i) {
-      const double x = t.data[static_cast<std::size_t>(i)];
+    t.data = widen(raw, what);
+    const auto bad = [&](double x) { return !std::isfinite(x) || !ts.range.contains(x); };
+    if (const std::size_t i = first_where(t.data, bad); i < t.data.size()) {
+      const double x = t.data[i];
+      const std::int64_t at = static_cast<std::int64_t>(i);
       if (!std::isfinite(x))
-        throw InputError(fmt::format("{}: element {} is {}; inputs must be finite", what, index_str(i, t.shape),
+        throw InputError(fmt::format("{}: element {} is {}; inputs must be finite", what, index_str(at, t.shape),
                                      std::isnan(x) ? "NaN" : (x > 0 ? "+Inf" : "-Inf")));
-      if (!ts.range.contains(x))
-        throw InputError(fmt::format("{}: element {} = {} is outside {} ({})", what, index_str(i, t.shape), x,
-                                     ts.range.str(), ts.doc));
+      throw InputError(fmt::format("{}: element {} = {} is outside {} ({})", what, index_str(at, t.shape), x,
+                                   ts.range.str(), ts.doc));
     }
     if (ts.symmetric) {
       const std::int64_t n = t.shape.back();

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "oracles/io/safetensors.hpp"
 #include "oracles/spec.hpp"
@@ -21,6 +22,10 @@ struct LayerInputs {
 };
 
 LayerInputs validate_inputs(const LayerSpec& spec, const io::TensorFile& file, const std::string& source);
+
+// io::to_f64 on slice_threads() threads (oracles/threads.hpp): the same values, the
+// same error for the same element.
+std::vector<double> widen(const io::RawTensor& t, const std::string& what);
 
 // The shape of an output or input tensor for bound dims.
 Shape shape_of(const TensorSpec& t, const Dims& dims);

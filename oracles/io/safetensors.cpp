@@ -576,15 +576,22 @@ void write_safetensors_atomic(const std::filesystem::path& path, const TensorFil
   write_file_atomic(path, bytes);
 }
 
-std::vector<double> to_f64(const RawTensor& t, const std::string& what) {
+void check_f64_convertible(const RawTensor& t, const std::string& what) {
   const auto bytes = tensor_bytes(t.shape, t.dtype);
   if (!bytes || *bytes != t.data.size())
     throw std::invalid_argument(fmt::format("to_f64: {}: {} data bytes do not match dtype {} and shape {}",
                                             printable(what), t.data.size(), dtype_name(t.dtype), shape_str(t.shape)));
+}
+
+void to_f64_range(const RawTensor& t, std::size_t begin, std::size_t end, double* out, const std::string& what) {
   const std::size_t size = dtype_size(t.dtype);
-  const std::size_t n = t.data.size() / size;
-  std::vector<double> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = load_element(t.data.data() + i * size, t.dtype, i, what);
+  for (std::size_t i = begin; i < end; ++i) out[i] = load_element(t.data.data() + i * size, t.dtype, i, what);
+}
+
+std::vector<double> to_f64(const RawTensor& t, const std::string& what) {
+  check_f64_convertible(t, what);
+  std::vector<double> out(t.data.size() / dtype_size(t.dtype));
+  to_f64_range(t, 0, out.size(), out.data(), what);
   return out;
 }
 
@@ -597,8 +604,13 @@ RawTensor from_f64(std::span<const double> values, std::vector<std::int64_t> sha
         fmt::format("from_f64: {} values do not match shape {} ({} elements)", values.size(), shape_str(shape),
                     *bytes / size));
   RawTensor t{dtype, std::move(shape), std::vector<std::uint8_t>(static_cast<std::size_t>(*bytes))};
-  for (std::size_t i = 0; i < values.size(); ++i) store_element(t.data.data() + i * size, values[i], dtype, i);
+  from_f64_range(values, t, 0, values.size());
   return t;
+}
+
+void from_f64_range(std::span<const double> values, RawTensor& t, std::size_t begin, std::size_t end) {
+  const std::size_t size = dtype_size(t.dtype);
+  for (std::size_t i = begin; i < end; ++i) store_element(t.data.data() + i * size, values[i], t.dtype, i);
 }
 
 }  // namespace ttr::io

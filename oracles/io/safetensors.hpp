@@ -75,4 +75,13 @@ std::vector<double> to_f64(const RawTensor&, const std::string& what);
 // non-negative (else std::invalid_argument: that is a programming error, not input).
 RawTensor from_f64(std::span<const double> values, std::vector<std::int64_t> shape, DType dtype);
 
+// Elements [begin, end) of the two conversions above, for callers that cut a large
+// tensor into blocks on several threads (oracles/threads.hpp). to_f64_range writes
+// out[begin, end) and assumes t's size was checked (to_f64's message); from_f64_range
+// writes t's bytes of those elements, t already shaped and sized for `values`.
+void to_f64_range(const RawTensor& t, std::size_t begin, std::size_t end, double* out, const std::string& what);
+void from_f64_range(std::span<const double> values, RawTensor& t, std::size_t begin, std::size_t end);
+// to_f64's check that t's bytes fit its dtype and shape (std::invalid_argument).
+void check_f64_convertible(const RawTensor& t, const std::string& what);
+
 }  // namespace ttr::io

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "gate/judge.hpp"
@@ -336,6 +337,121 @@ TEST(OracleTier, PerHeadParametersMakeTheUnitAHead) {
       layers += per_head_gradient ? 1 : 0;
     }
   EXPECT_GE(layers, 2);  // at least precond_* and kla_kalman backward
+}
+
+// max over rows of ‖own error‖ / (2^-53 ‖value‖), rows being (batch row, token,
+// head) — every one of those axes the output has — written out here independently
+// of oracles/oracle_tier.cpp.
+double largest_row_ratio(const TensorSpec& ts, const Tensor<double>& v, const Tensor<double>& est) {
+  std::map<std::vector<std::int64_t>, std::pair<double, double>> rows;  // (b, t, h) -> (Σ est², Σ o²)
+  std::vector<std::int64_t> idx(v.shape.size(), 0);
+  for (std::size_t e = 0; e < v.data.size(); ++e) {
+    std::vector<std::int64_t> key(3, 0);
+    for (std::size_t a = 0; a < ts.dims.size() && a < idx.size(); ++a)
+      if (ts.dims[a] == "B") key[0] = idx[a];
+      else if (ts.dims[a] == "T") key[1] = idx[a];
+      else if (ts.dims[a] == "H") key[2] = idx[a];
+    auto& [e2, o2] = rows[key];
+    e2 += est.data[e] * est.data[e];
+    if (std::isfinite(v.data[e])) o2 += v.data[e] * v.data[e];
+    for (std::size_t a = idx.size(); a-- > 0;)
+      if (++idx[a] < v.shape[a]) break;
+      else idx[a] = 0;
+  }
+  double m = 0.0;
+  for (const auto& [key, sums] : rows)
+    if (sums.second > 0) m = std::max(m, std::sqrt(sums.first) / (0x1p-53 * std::sqrt(sums.second)));
+  return m;
+}
+
+// Without own_error (the oracle command's request when not certified) the slices
+// keep only their largest row ratio: the values are the same bits, and the largest
+// ratio is the one recomputed here from the full run's own_error, row by row —
+// rows are (batch row, token, head), every axis the output has, so per-head
+// gradients (summed over batch rows) are judged after the sum.
+TEST(OracleTier, WithoutOwnErrorTheSameValuesAndLargestRatio) {
+  int layers = 0, summed = 0;
+  for (const LayerEntry& layer : registry())
+    for (Direction d : {Direction::forward, Direction::backward})
+      for (bool varlen : {false, true}) {
+      if (!layer.has_form(Form::sequential, d)) continue;
+      // Two batch rows split by head; or a varlen batch of one- and five-token
+      // sequences, where per-head gradients are summed over the sequences.
+      VectorCase c = varlen ? suite_cases(layer.spec, "varlen").at(1) : suite_cases(layer.spec, "tiny").back();
+      c.dims = {{"B", varlen ? 1 : 2}, {"T", 5}, {"H", 3}, {"K", 3}, {"V", 2}, {"N", 3}, {"D", 2}};
+      if (varlen) {
+        c.regime.cu_seqlens = {0, 1, 1, 2, 7};
+        c.dims["T"] = 7;
+      }
+      const LayerSpec spec = direction_spec(layer.spec, d);
+      const TensorMap<double> in =
+          d == Direction::forward ? generate_inputs(layer.spec, c, 9) : generate_backward_inputs(layer.spec, c, 9);
+      const Config cfg = Config::make(layer.spec, c.config);
+      const std::string what = layer.spec.name + " " + direction_name(d) + (varlen ? " varlen" : "");
+      OracleRequest lean;
+      lean.own_error = false;
+      const OracleResult full = compute_oracle_values(layer, Form::sequential, in, cfg, d, {});
+      const OracleResult r = compute_oracle_values(layer, Form::sequential, in, cfg, d, lean);
+      EXPECT_TRUE(r.own_error.empty()) << what;
+      ASSERT_EQ(r.values.size(), full.values.size()) << what;
+      for (const auto& [name, t] : full.values)
+        for (std::size_t e = 0; e < t.data.size(); ++e)
+          ASSERT_TRUE(same_bits(r.values.at(name).data[e], t.data[e])) << what << " " << name << "[" << e << "]";
+      EXPECT_EQ(r.provenance.tier, full.provenance.tier) << what;
+      double want = 0.0;
+      for (const auto& [name, v] : full.values) {
+        const TensorSpec* ts = spec.output(name);
+        if (!ts || !ts->certifiable || !full.own_error.count(name)) continue;
+        want = std::max(want, largest_row_ratio(*ts, v, full.own_error.at(name)));
+      }
+      EXPECT_GT(want, 0.0) << what;  // dd rows with an estimate: the comparison below has something to compare
+      EXPECT_DOUBLE_EQ(full.provenance.max_error_over_target, want) << what;
+      EXPECT_TRUE(same_bits(r.provenance.max_error_over_target, full.provenance.max_error_over_target)) << what;
+      ++layers;
+      for (const TensorSpec& ts : spec.outputs) summed += varlen && !ts.dims.empty() && ts.dims.front() == "H";
+    }
+  EXPECT_GE(layers, 40);
+  EXPECT_GE(summed, 2);  // per-head gradients summed over sequences: precond_* and kla_kalman backward
+}
+
+// A per-head gradient summed over sequences is judged after the sum: two equal
+// sequences with cotangents of opposite sign (the second's scaled by 1 − 2^-20)
+// make precond_gated_delta_rule's dlog_atk_scale nearly cancel, so its row's own
+// error relative to its value is by far the largest — and a ratio taken per
+// sequence, before the sum, would not see it.
+TEST(OracleTier, PerHeadGradientsAreJudgedAfterTheSum) {
+  const LayerEntry& layer = find_layer("precond_gated_delta_rule");
+  VectorCase c = suite_cases(layer.spec, "varlen").at(1);
+  c.dims = {{"B", 1}, {"T", 10}, {"H", 2}, {"K", 3}, {"V", 2}};
+  c.regime.cu_seqlens = {0, 5, 10};
+  TensorMap<double> in = generate_backward_inputs(layer.spec, c, 5);
+  const LayerSpec spec = direction_spec(layer.spec, Direction::backward);
+  for (auto& [name, t] : in) {
+    const TensorSpec* ts = spec.input(name);
+    if (!ts || ts->dims.empty() || ts->dims[0] != "B") continue;  // cu_seqlens, per-head parameters
+    const bool cotangent = !layer.spec.input(name);
+    const double f = cotangent ? -(1 - 0x1p-20) : 1.0;
+    // Per token: tokens 5..9 from 0..4; per sequence (h0, dht, ...): row 1 from row 0.
+    const std::size_t half = t.data.size() / 2;
+    for (std::size_t e = 0; e < half; ++e) t.data[half + e] = f * t.data[e];
+  }
+  const Config cfg = Config::make(layer.spec, c.config);
+  const OracleResult full = compute_oracle_values(layer, Form::sequential, in, cfg, Direction::backward, {});
+  OracleRequest lean;
+  lean.own_error = false;
+  const OracleResult r = compute_oracle_values(layer, Form::sequential, in, cfg, Direction::backward, lean);
+  ASSERT_EQ(full.provenance.tier, "dd");
+  ASSERT_EQ(full.provenance.unit, "(n,h)");  // per-head parameters cut by head, their gradients summed over n
+  double per_head = 0.0, rest = 0.0;
+  for (const auto& [name, v] : full.values) {
+    const TensorSpec* ts = spec.output(name);
+    if (!ts || !ts->certifiable) continue;
+    const double m = largest_row_ratio(*ts, v, full.own_error.at(name));
+    (ts->dims.front() == "H" ? per_head : rest) = std::max(ts->dims.front() == "H" ? per_head : rest, m);
+  }
+  EXPECT_GT(per_head, 1e3 * rest);  // the case does what it is built for
+  EXPECT_DOUBLE_EQ(full.provenance.max_error_over_target, per_head);
+  EXPECT_TRUE(same_bits(r.provenance.max_error_over_target, full.provenance.max_error_over_target));
 }
 
 // A varlen batch (cu_seqlens [0, 3, 3, 7]: sequences of 3, 0 and 4 tokens, two
