@@ -11,7 +11,7 @@ chunk_fwd_h, which in fla-core 0.6.0 decays by exp2 (fla/ops/common/chunk_h.py: 
 exp2(b_g_last)) and expects gates pre-scaled by 1/ln 2 (FLA's own callers pass
 scale=RCP_LN2 to chunk_local_cumsum). The script computes H_T in float64 on the CPU with
 both bases from the same inputs and prints kk_final's relative error against each.
-Found by scripts/validate-fla (docs/validating-fla.md, "hybrid-model-factory's GKA")."""
+Found by scripts/validate-fla (docs/validating-fla/hybrid-model-factory.md)."""
 import torch
 import torch.nn.functional as F
 from hmf.model.hybrid_zoo.layers.gated_kalmanet.ops.chebyshev import gka_chebyshev_gla

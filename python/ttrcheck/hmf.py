@@ -15,7 +15,7 @@ Its source is fetched and carried to the GPU machine, never committed (its
 ``gka_chebyshev_gla``, e.g. the device lane
 ``gka_chebyshev_gla:tiny/fp32,standard/bf16:cases=basic+realistic`` of
 ``scripts/validate-fla-device`` (the cases without initial states). What the runs found:
-docs/validating-fla.md, "hybrid-model-factory's GKA".
+docs/validating-fla/hybrid-model-factory.md.
 """
 from __future__ import annotations
 
