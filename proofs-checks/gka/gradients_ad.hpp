@@ -170,8 +170,14 @@ inline std::string fmt(double x) {
   return b;
 }
 
+// Random points per entry (gradients.cpp, gradients_gating.cpp), and how they measure.
+inline int points(const ProofOptions& opt) { return opt.full ? 24 : 4; }
+inline constexpr const char* kFormulaVsReverse =
+    "max |formula − reverse mode| / max |reverse mode| over all components";
+
 }  // namespace ttr::proofs::gka_grad
 
 namespace ttr::proofs {
+std::vector<Entry> gka_gating_gradient_entries();  // gradients_gating.cpp: eqs. (26)-(34), Table 1
 std::vector<Entry> gka_solver_gradient_entries();  // gradients_solver.cpp
 }  // namespace ttr::proofs
