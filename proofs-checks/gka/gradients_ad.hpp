@@ -179,5 +179,6 @@ inline constexpr const char* kFormulaVsReverse =
 
 namespace ttr::proofs {
 std::vector<Entry> gka_gating_gradient_entries();  // gradients_gating.cpp: eqs. (26)-(34), Table 1
-std::vector<Entry> gka_solver_gradient_entries();  // gradients_solver.cpp
+std::vector<Entry> gka_solver_gradient_entries();  // gradients_solver.cpp: Lemma 2, then App. C.1
+std::vector<Entry> gka_alg2_gradient_entries();    // gradients_alg2.cpp: eqs. (54)-(64), Alg. 2
 }  // namespace ttr::proofs
