@@ -29,6 +29,9 @@ io::TensorFile to_file(const TensorMap<double>& tensors, io::DType dtype, std::m
   // value that does not fit fails at its lowest element, as from_f64 would).
   for (const auto& [name, t] : tensors) {
     const io::DType d = name == kCuSeqlens ? io::DType::I64 : dtype;
+    if (numel(t.shape) < 0 || static_cast<std::size_t>(numel(t.shape)) != t.data.size())  // from_f64's contract
+      throw std::invalid_argument(fmt::format("to_file: tensor '{}' holds {} values for {} elements", name,
+                                              t.data.size(), numel(t.shape)));
     io::RawTensor raw{d, t.shape, std::vector<std::uint8_t>(t.data.size() * io::dtype_size(d))};
     parallel_blocks(t.data.size(), kTensorPassGrain,
                     [&](std::size_t b, std::size_t e) { io::from_f64_range(t.data, raw, b, e); });

@@ -201,5 +201,14 @@ TEST(ParallelPasses, ToFileIsFromF64ByteForByte) {
     }
 }
 
+// A tensor whose values do not fill its shape is a programming error, as for from_f64:
+// no file with a wrong byte count.
+TEST(ParallelPasses, ToFileRefusesValuesThatDoNotFillTheShape) {
+  TensorMap<double> m;
+  m["o"] = Tensor<double>({2, 3}, 1.0);
+  m["o"].data.pop_back();
+  EXPECT_THROW((void)to_file(m, io::DType::F32, {}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace ttr::test
