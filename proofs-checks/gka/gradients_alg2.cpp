@@ -7,12 +7,7 @@
 namespace ttr::proofs {
 namespace {
 
-using namespace gka_grad;
-using namespace gka_solver;
-using dense::dot;
-using dense::Mat;
-using dense::outer;
-using dense::operator*;  // scalar × std::vector
+using namespace gka_solver;  // with gka_grad's names and dense's dot, Mat, outer, operator*
 
 // ---------------------------------------------------------------------------
 // App. C.1: eqs. (54)-(64), Alg. 2.

@@ -405,7 +405,9 @@ TEST(OracleTier, WithoutOwnErrorTheSameValuesAndLargestRatio) {
         want = std::max(want, largest_row_ratio(*ts, v, full.own_error.at(name)));
       }
       EXPECT_GT(want, 0.0) << what;  // dd rows with an estimate: the comparison below has something to compare
-      EXPECT_DOUBLE_EQ(full.provenance.max_error_over_target, want) << what;
+      // The same sums in the same order: the same bits, not merely close.
+      EXPECT_TRUE(same_bits(full.provenance.max_error_over_target, want))
+          << what << ": " << full.provenance.max_error_over_target << " vs " << want;
       EXPECT_TRUE(same_bits(r.provenance.max_error_over_target, full.provenance.max_error_over_target)) << what;
       ++layers;
       for (const TensorSpec& ts : spec.outputs) summed += varlen && !ts.dims.empty() && ts.dims.front() == "H";
@@ -450,7 +452,7 @@ TEST(OracleTier, PerHeadGradientsAreJudgedAfterTheSum) {
     (ts->dims.front() == "H" ? per_head : rest) = std::max(ts->dims.front() == "H" ? per_head : rest, m);
   }
   EXPECT_GT(per_head, 1e3 * rest);  // the case does what it is built for
-  EXPECT_DOUBLE_EQ(full.provenance.max_error_over_target, per_head);
+  EXPECT_TRUE(same_bits(full.provenance.max_error_over_target, per_head)) << full.provenance.max_error_over_target << " vs " << per_head;
   EXPECT_TRUE(same_bits(r.provenance.max_error_over_target, full.provenance.max_error_over_target));
 }
 
