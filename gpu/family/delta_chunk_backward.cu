@@ -106,9 +106,14 @@ __global__ void dg_carry_across_chunks(float* dg, chunk::Shape s) {
   }
 }
 
+// Every stage here holds its tiles in shared memory and reads global memory once:
+// the carveout is asked for all of it (a hint), so that two blocks of wy and dqkwg
+// (97 and 105 KB in bf16 at K = V = 128) fit on a multiprocessor.
 template <class Kern>
 void set_smem(Kern kernel, std::size_t bytes) {
   allow_smem(kernel, bytes, "gpu delta chunk backward");
+  TTR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      cudaSharedmemCarveoutMaxShared));
 }
 
 template <class E, Decay D, int BV>
@@ -138,7 +143,12 @@ void launch(const DeltaBackwardArgs& x) {
   const int NKB = (f.K + KB - 1) / KB;
   Carver sizing{nullptr};
   carve<E, D>(sizing, s, NVT, NKB, KB);
-  const std::size_t partials = Carver::up(rows * f.K * 4) * 2 + Carver::up(rows * s.Kg * 4) + Carver::up(rows * 4);
+  // Without Kaczmarz and the L2 norm, finish would only round the partials to the
+  // dtype: the stages write the final gradients themselves (dg straight into its
+  // fp32 output), and neither the fp32 partials nor finish's pass over them exist.
+  const bool direct = !f.kaczmarz && x.q_raw == nullptr;
+  const std::size_t partials =
+      direct ? 0 : Carver::up(rows * f.K * 4) * 2 + Carver::up(rows * s.Kg * 4) + Carver::up(rows * 4);
   unsigned char* ws = nullptr;
   TTR_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws), sizing.off + partials, stream));
   Carver cv{ws};
@@ -148,11 +158,16 @@ void launch(const DeltaBackwardArgs& x) {
   a.q = static_cast<const E*>(f.q), a.k = static_cast<const E*>(f.k), a.v = static_cast<const E*>(f.v);
   a.beta = static_cast<const E*>(f.beta), a.do_ = static_cast<const E*>(x.do_);
   a.dht = x.dht, a.dh0 = x.dh0, a.dv = static_cast<E*>(x.dv);
-  a.out.dq = cv.take<float>(rows * f.K * 4);
-  a.out.dk = cv.take<float>(rows * f.K * 4);
   a.out.dw = nullptr;  // wy writes dk + dw
-  a.out.dg = cv.take<float>(rows * s.Kg * 4);
-  a.out.dbeta = cv.take<float>(rows * 4);
+  if (direct) {
+    a.dq_out = static_cast<E*>(x.dq), a.dk_out = static_cast<E*>(x.dk), a.dbeta_out = static_cast<E*>(x.dbeta);
+    a.out.dg = x.dg;
+  } else {
+    a.out.dq = cv.take<float>(rows * f.K * 4);
+    a.out.dk = cv.take<float>(rows * f.K * 4);
+    a.out.dg = cv.take<float>(rows * s.Kg * 4);
+    a.out.dbeta = cv.take<float>(rows * 4);
+  }
   a.scale = f.scale, a.eps = f.kaczmarz_eps, a.kaczmarz = f.kaczmarz;
   a.mutant = x.mutant;
   // TTR_GPU_STAGE_TIMING=1: per-stage event times on stderr (benchmarking aid).
@@ -187,7 +202,7 @@ void launch(const DeltaBackwardArgs& x) {
     }
     timer.mark(6);
     // dq is already scaled: scale 1 in finish.
-    const unsigned blocks = static_cast<unsigned>((out_rows + 7) / 8);
+    const unsigned blocks = direct ? 0 : static_cast<unsigned>((out_rows + 7) / 8);
     if (blocks > 0)  // none when every sequence of a varlen batch is empty
     delta_backward::finish<E, D><<<blocks, 256, 0, stream>>>(
         static_cast<std::int64_t>(out_rows), f.K, 1, a.k, static_cast<const E*>(x.q_raw), static_cast<const E*>(x.k_raw),

@@ -64,7 +64,19 @@ struct Args {
   float scale, eps;
   bool kaczmarz;
   Mutant mutant;  // a catalogued bug (gpu/core/mutant.cuh), Mutant::none normally
+  // The final dq, dk, dβ in the dtype, written by the stages themselves when `finish`
+  // has no chain rule to apply (no Kaczmarz, no L2 norm); nullptr: the fp32 partials
+  // in `out`, for finish.
+  E *dq_out = nullptr, *dk_out = nullptr, *dbeta_out = nullptr;
 };
+
+// A gradient element: into the final tensor (rounded to the dtype as finish rounds
+// it, after its own 0 + x, which makes −0 +0) or into the fp32 partial.
+template <class E>
+__device__ inline void put_grad(E* out, float* partial, std::int64_t at, float x) {
+  if (out) out[at] = Elem<E>::from_float(0.0f + x);
+  else partial[at] = x;
+}
 
 // The last chunk of sequence b when it is partial and the
 // backward-last-partial-chunk-dropped mutant is on: a floor(T/64) grid, whose

@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0;
   if (chunk_dropped(a, b, n)) {  // mutant: outside the floor(T/64) grid, dq stays 0
     for (int e = threadIdx.x; e < c * kw; e += blockDim.x)
-      a.out.dq[(row0 + (e / kw) * static_cast<std::int64_t>(s.H)) * K + kb0 + e % kw] = 0.0f;
+      put_grad(a.dq_out, a.out.dq, (row0 + (e / kw) * static_cast<std::int64_t>(s.H)) * K + kb0 + e % kw, 0.0f);
     return;
   }
   const std::int64_t chunk_state = (static_cast<std::int64_t>(bh) * s.NT + n) * K * V;
@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
           w_ += dYp[t * ldf + i_];
         }
         if (dq_factor != 1.0f) q_ *= dq_factor;  // mutants dq-scale-twice, dq-scale-missing
-        if (t < c) a.out.dq[(row0 + t * rs) * K + kb0 + i_] = narrow<E>(q_);
+        if (t < c) put_grad(a.dq_out, a.out.dq, (row0 + t * rs) * K + kb0 + i_, narrow<E>(q_));
         dWk[static_cast<std::int64_t>(t) * K + i_] = w_;
       }
   }

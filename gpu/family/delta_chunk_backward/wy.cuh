@@ -24,20 +24,31 @@ constexpr int wide_tiles() {
   return std::is_same_v<E, float> ? 1 : 2;
 }
 
-// The region first holding dΔ, bv, dWy (phase 1), then Tᵀ dT and E (per key: dA,
-// G, and the pairwise dk, dw in fp32).
+// Without per-key decay dT lives in the region too (that keeps the block at 97 KB
+// of shared memory in bf16, K = V = 128: two blocks per multiprocessor, where
+// 115 KB allowed one): dΔ at 0 and bv next, dWy at the region's end; dT (wide)
+// goes over dΔ and bv once the products that read them are done, while dbk still
+// reads dWy; then Tᵀ dT after dT, and E over dT (dead by then). Per key the
+// region first holds dΔ, bv, dWy, then dA, G and the pairwise dk, dw in fp32, and
+// dT is a tile of its own (Tᵀ dT goes over it).
+template <class E, Decay D>
+constexpr bool dT_in_region() {
+  return D != Decay::per_key;
+}
 template <class E, Decay D>
 __host__ __device__ inline std::size_t wy_region(const Shape& s) {
   const std::size_t p1 = 2 * tile_bytes<E>(kChunk, s.V) + tile_bytes<E>(kChunk, s.K);
-  const std::size_t p2 = D == Decay::per_key
-                             ? 2 * tile_bytes<float>(kChunk, kChunk) + 2 * tile_bytes<float>(kChunk, s.K)
-                             : 2 * wide_tiles<E>() * tile_bytes<E>(kChunk, kChunk);
+  const std::size_t wide = wide_tiles<E>() * tile_bytes<E>(kChunk, kChunk);
+  std::size_t p2 = D == Decay::per_key ? 2 * tile_bytes<float>(kChunk, kChunk) + 2 * tile_bytes<float>(kChunk, s.K)
+                                       : 2 * wide;
+  if (dT_in_region<E, D>() && wide + tile_bytes<E>(kChunk, s.K) > p2) p2 = wide + tile_bytes<E>(kChunk, s.K);
   return p1 > p2 ? p1 : p2;
 }
 template <class E, Decay D>
 inline std::size_t wy_smem(const Shape& s) {
-  return tile_bytes<E>(kChunk, kChunk) + 2 * tile_bytes<E>(kChunk, s.K) +
-         wide_tiles<E>() * tile_bytes<E>(kChunk, kChunk) + wy_region<E, D>(s) + tile_bytes<float>(1, 10 * kChunk);
+  const std::size_t dT = dT_in_region<E, D>() ? 0 : wide_tiles<E>() * tile_bytes<E>(kChunk, kChunk);
+  return tile_bytes<E>(kChunk, kChunk) + 2 * tile_bytes<E>(kChunk, s.K) + dT + wy_region<E, D>(s) +
+         tile_bytes<float>(1, 10 * kChunk);
 }
 
 template <class E, Decay D>
@@ -56,10 +67,15 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   E* Tt = arena.take<E>(kChunk, kChunk);
   E* kt = arena.take<E>(kChunk, K);   // k as stored
   E* bkt = arena.take<E>(kChunk, K);  // bk = narrow(β narrow(k ⊙ e^{b}))
-  const Wide<E> dTw{arena.take<E>(kChunk, kChunk),
-                    wide_tiles<E>() == 2 ? arena.take<E>(kChunk, kChunk) : nullptr};
+  constexpr bool dT_shared = dT_in_region<E, D>();
+  constexpr int wt = wide_tiles<E>();
+  const std::size_t tb = tile_bytes<E>(kChunk, kChunk);
+  Wide<E> dTw{};
+  if constexpr (!dT_shared) dTw = {arena.take<E>(kChunk, kChunk), wt == 2 ? arena.take<E>(kChunk, kChunk) : nullptr};
   unsigned char* region = arena.p;
-  arena.p += wy_region<E, D>(s);
+  const std::size_t region_bytes = wy_region<E, D>(s);
+  arena.p += region_bytes;
+  if constexpr (dT_shared) dTw = {reinterpret_cast<E*>(region), wt == 2 ? reinterpret_cast<E*>(region + tb) : nullptr};
   float* bt = arena.take<float>(1, 10 * kChunk);  // β used [64], b [64], dβ [2][64], db rows [2][64], cols [4][64]
   float* bg = bt + kChunk;
   float* betap = bt + 2 * kChunk;
@@ -68,15 +84,18 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   // Phase 1 in the region.
   E* dDt = reinterpret_cast<E*>(region);
   E* bvt = reinterpret_cast<E*>(region + tile_bytes<E>(kChunk, V));
-  E* dWyt = reinterpret_cast<E*>(region + 2 * tile_bytes<E>(kChunk, V));
+  E* dWyt = reinterpret_cast<E*>(region + region_bytes - tile_bytes<E>(kChunk, K));
 
   const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0, rs = s.H;
   if (chunk_dropped(a, b, n)) {  // mutant: outside the floor(T/64) grid, the gradients stay 0
     for (int e = threadIdx.x; e < c * V; e += blockDim.x) a.dv[(row0 + (e / V) * rs) * V + e % V] = Elem<E>::from_float(0.0f);
-    for (int e = threadIdx.x; e < c * K; e += blockDim.x) a.out.dk[(row0 + (e / K) * rs) * K + e % K] = 0.0f;
-    for (int e = threadIdx.x; e < c * s.Kg; e += blockDim.x) a.out.dg[(row0 + (e / s.Kg) * rs) * s.Kg + e % s.Kg] = 0.0f;
-    for (int t = threadIdx.x; t < c; t += blockDim.x) a.out.dbeta[row0 + t * rs] = 0.0f;
+    for (int e = threadIdx.x; e < c * K; e += blockDim.x)
+      put_grad(a.dk_out, a.out.dk, (row0 + (e / K) * rs) * K + e % K, 0.0f);
+    if constexpr (D != Decay::none)  // (no dg output without decay)
+      for (int e = threadIdx.x; e < c * s.Kg; e += blockDim.x)
+        a.out.dg[(row0 + (e / s.Kg) * rs) * s.Kg + e % s.Kg] = 0.0f;
+    for (int t = threadIdx.x; t < c; t += blockDim.x) put_grad(a.dbeta_out, a.out.dbeta, row0 + t * rs, 0.0f);
     return;
   }
   // The mutants read here (gpu/core/mutant.cuh; reference/family/delta_chunk_backward.hpp).
@@ -124,24 +143,6 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   float* dbg = D == Decay::per_key ? w.dbp + wrow * K : nullptr;  // per key: db accumulates in place
   float betar[2] = {0.0f, 0.0f};                                  // dβ, rows m0 + g, m0 + g + 8
   [[maybe_unused]] float dbr[2] = {0.0f, 0.0f};                  // scalar db rows
-  // dT = dΔ bvᵀ + dWy bkᵀ on s < t (units above the diagonal: zeros).
-#pragma unroll
-  for (int i2 = 0; i2 < 2; ++i2) {
-    const int n0 = 16 * (half + 2 * i2);
-    Unit acc;
-    zero(acc);
-    if (n0 <= m0) {
-      for (int j0 = 0; j0 < V; j0 += 16) mma16<false, true>(acc, dDt, ldv, m0, bvt, ldv, n0, j0);
-      for (int d0 = 0; d0 < K; d0 += 16) mma16<false, true>(acc, dWyt, ldk, m0, bkt, ldk, n0, d0);
-    }
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int t = m0 + L.g + 8 * hf, col = n0 + 8 * j + 2 * L.q;
-        put_wide(dTw, t * ldc + col, col < t ? acc[j][2 * hf] : 0.0f, col + 1 < t ? acc[j][2 * hf + 1] : 0.0f);
-      }
-  }
   // dbv = Tᵀ dΔ (Tᵀ upper triangular: k-steps before the strip are zeros) → dv, dβ.
   for (int i = 0; i < 4; ++i) {
     const int n0 = 16 * (half + 2 * i);
@@ -160,6 +161,30 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
         st_pair(a.dv + at, bt[t] * d0, bt[t] * d1);
         const float2 vv = ld_pair(a.v + at);
         betar[hf] = fmaf(d1, vv.y, fmaf(d0, vv.x, betar[hf]));
+      }
+  }
+  // dT = dΔ bvᵀ + dWy bkᵀ on s < t (units above the diagonal: zeros), kept in
+  // registers until every warp is done reading dΔ and bv when dT goes over them.
+  Unit dTacc[2];
+#pragma unroll
+  for (int i2 = 0; i2 < 2; ++i2) {
+    const int n0 = 16 * (half + 2 * i2);
+    zero(dTacc[i2]);
+    if (n0 <= m0) {
+      for (int j0 = 0; j0 < V; j0 += 16) mma16<false, true>(dTacc[i2], dDt, ldv, m0, bvt, ldv, n0, j0);
+      for (int d0 = 0; d0 < K; d0 += 16) mma16<false, true>(dTacc[i2], dWyt, ldk, m0, bkt, ldk, n0, d0);
+    }
+  }
+  if constexpr (dT_shared) __syncthreads();
+#pragma unroll
+  for (int i2 = 0; i2 < 2; ++i2) {
+    const int n0 = 16 * (half + 2 * i2);
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int t = m0 + L.g + 8 * hf, col = n0 + 8 * j + 2 * L.q;
+        put_wide(dTw, t * ldc + col, col < t ? dTacc[i2][j][2 * hf] : 0.0f, col + 1 < t ? dTacc[i2][j][2 * hf + 1] : 0.0f);
       }
   }
   // dbk = Tᵀ dWy → dk (kept), dβ, db.
@@ -196,11 +221,9 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   // pairwise dk, dw in fp32 (Tᵀ dT then goes over dT).
   Wide<E> tmpw{}, Ew{};
   [[maybe_unused]] float *dAt = nullptr, *Gt = nullptr, *dXp = nullptr, *dYp = nullptr;
-  if constexpr (D != Decay::per_key) {
-    constexpr int wt = wide_tiles<E>();
-    const std::size_t tb = tile_bytes<E>(kChunk, kChunk);
-    tmpw = {reinterpret_cast<E*>(region), wt == 2 ? reinterpret_cast<E*>(region + tb) : nullptr};
-    Ew = {reinterpret_cast<E*>(region + wt * tb), wt == 2 ? reinterpret_cast<E*>(region + 3 * tb) : nullptr};
+  if constexpr (D != Decay::per_key) {  // Tᵀ dT after dT; E over dT once Tᵀ dT is formed
+    tmpw = {reinterpret_cast<E*>(region + wt * tb), wt == 2 ? reinterpret_cast<E*>(region + 3 * tb) : nullptr};
+    Ew = dTw;
   } else {
     const std::size_t tf = tile_bytes<float>(kChunk, kChunk), tk = tile_bytes<float>(kChunk, K);
     dAt = reinterpret_cast<float*>(region);
@@ -326,7 +349,7 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
         if (t >= c) continue;
         float dkv = dk[i][j][e], dwv = dWk[t * K + d] + dw2[j][e];
         if constexpr (D == Decay::per_key) dkv += dXp[t * ldf + d], dwv += dYp[t * ldf + d];
-        a.out.dk[(row0 + t * rs) * K + d] = narrow<E>(dkv) + narrow<E>(dwv);
+        put_grad(a.dk_out, a.out.dk, (row0 + t * rs) * K + d, narrow<E>(dkv) + narrow<E>(dwv));
       }
   }
   // dβ, narrowed (finish applies Kaczmarz's chain rule to it).
@@ -343,7 +366,7 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
     const int t = threadIdx.x;
     float x = betap[t] + betap[kChunk + t];
     if constexpr (D == Decay::per_key) x += betak[t];
-    a.out.dbeta[row0 + t * rs] = narrow<E>(dbeta_sign * x);  // mutant dbeta-sign-flipped: −1
+    put_grad(a.dbeta_out, a.out.dbeta, row0 + t * rs, narrow<E>(dbeta_sign * x));  // mutant dbeta-sign-flipped: −1
   }
   // dg: the chunk-local reverse cumulative sum of db (stage 5's partials first).
   if constexpr (D == Decay::scalar) {
