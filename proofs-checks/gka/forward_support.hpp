@@ -2,7 +2,8 @@
 // each comparison — Chebyshev polynomials from their trigonometric definition
 // and Alg. 1 transcribed line by line, with the dense linear algebra of
 // support/dense.hpp — written here, so none of it is the reference code under
-// test (reference/gka, reference/solvers).
+// test (reference/gka, reference/solvers). What only forward_ridge.cpp and
+// forward_state.cpp share is in forward_ridge_support.hpp.
 #pragma once
 
 #include <cmath>
@@ -17,7 +18,8 @@
 
 namespace ttr::proofs {
 
-std::vector<Entry> gka_forward_ridge_entries();      // eqs. (3), (KF), (4), (5), §4.2, docs/layers.md
+std::vector<Entry> gka_forward_ridge_entries();      // eqs. (3), (KF)
+std::vector<Entry> gka_forward_state_entries();      // eqs. (4), (CH) layer, (5), §4.2, docs/layers.md
 std::vector<Entry> gka_forward_chebyshev_entries();  // eq. (CH), Alg. 1, Lemmas 3-4, Remark 1
 std::vector<Entry> gka_forward_kalman_entries();     // §6.4 eqs. (17), (19)
 

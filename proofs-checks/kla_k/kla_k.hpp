@@ -5,8 +5,8 @@
 // paper's information-form formulas: the textbook covariance-form Kalman filter
 // (gain K_t, variance Σ_t) and the batch posterior of the joint Gaussian of
 // (z_0 … z_T, v_1 … v_T) by a dense Cholesky solve (support/dense.hpp). The
-// entries implement the printed formulas themselves (filter.cpp, scans.cpp) and
-// compare.
+// entries implement the printed formulas themselves (filter.cpp, scans.cpp,
+// layer.cpp) and compare.
 // Heavy (MPFR): included only by this folder's entry translation units.
 #pragma once
 
@@ -23,7 +23,8 @@ using dense::Mat;
 using dense::rel_err;  // |x − y|/|y| (|x − y| when y = 0)
 
 std::vector<Entry> filter_entries();  // eq. (8), Thm 1, eqs. (16)-(18), Thm 2, eq. (19), Cor. 2.2, eqs. (20)-(21)
-std::vector<Entry> scan_entries();    // Cor. 1.1, Cor. 2.1, eqs. (22)-(23), Table 3, Thm 3, App. E.4
+std::vector<Entry> scan_entries();    // Cor. 1.1, Cor. 2.1
+std::vector<Entry> layer_entries();   // eqs. (22)-(23), Table 3, Thm 3, App. E.4
 
 // One token as seen by one state slot: dynamics and evidence (any exact or
 // multiprecision scalar S: mpfr, or GMP rationals for exact one-step checks).
