@@ -24,9 +24,9 @@ constexpr int wide_tiles() {
   return std::is_same_v<E, float> ? 1 : 2;
 }
 
-// Without per-key decay dT lives in the region too (that keeps the block at 97 KB
-// of shared memory in bf16, K = V = 128: two blocks per multiprocessor, where
-// 115 KB allowed one): dΔ at 0 and bv next, dWy at the region's end; dT (wide)
+// Without per-key decay dT lives in the region too (that keeps the block at 98 816
+// bytes of shared memory in bf16, K = V = 128: two blocks per multiprocessor, where
+// 117 248 allowed one): dΔ at 0 and bv next, dWy at the region's end; dT (wide)
 // goes over dΔ and bv once the products that read them are done, while dbk still
 // reads dWy; then Tᵀ dT after dT, and E over dT (dead by then). Per key the
 // region first holds dΔ, bv, dWy, then dA, G and the pairwise dk, dw in fp32, and
