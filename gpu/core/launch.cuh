@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -45,12 +46,18 @@ void allow_smem(Kern kernel, std::size_t bytes, const char* who) {
   done.push_back(key);
 }
 
-// Events between a kernel's stages when TTR_GPU_STAGE_TIMING is set; print()
-// synchronises on the last one and writes "stage ms: name t ..." to stderr.
+// Events between a kernel's stages when TTR_GPU_STAGE_TIMING is set to anything but
+// "" or "0" (a script that writes TTR_GPU_STAGE_TIMING=0 means off, and the events'
+// synchronisation would slow the times it takes); print() synchronises on the last
+// one and writes "stage ms: name t ..." to stderr.
+inline bool stage_timing_on() {
+  const char* e = std::getenv("TTR_GPU_STAGE_TIMING");
+  return e != nullptr && *e != '\0' && std::strcmp(e, "0") != 0;
+}
 class StageTimer {
  public:
   StageTimer(cudaStream_t stream, std::vector<const char*> names)
-      : on_(std::getenv("TTR_GPU_STAGE_TIMING") != nullptr), stream_(stream), names_(std::move(names)) {
+      : on_(stage_timing_on()), stream_(stream), names_(std::move(names)) {
     if (on_) {
       ev_.resize(names_.size() + 1);
       for (auto& e : ev_) TTR_CUDA_CHECK(cudaEventCreate(&e));
