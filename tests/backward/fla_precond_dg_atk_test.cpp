@@ -56,7 +56,9 @@ ModelSpec model(Form f) {
   return ms;
 }
 
-const TensorVerdict& verdict_of(const std::vector<TensorVerdict>& v, const std::string& name) {
+// By value: the callers pass the tensors of a temporary report, which is gone by the
+// time a returned reference would be read (ASan: heap-use-after-free).
+TensorVerdict verdict_of(const std::vector<TensorVerdict>& v, const std::string& name) {
   for (const TensorVerdict& t : v)
     if (t.name == name) return t;
   throw std::logic_error("no verdict for " + name);
@@ -98,7 +100,7 @@ TEST(FlaPrecondDgAtk, Fp32ResidueAtTokenZeroPassesTheChunkModelNotTheSequentialO
     for (const TensorVerdict& t : judge(cand, model(Form::chunk)).tensors)
       EXPECT_TRUE(t.pass) << "seed " << seed << ": " << t.name << " ratio " << t.max_ratio << " under the chunk model";
     if (residue > 0.0) {
-      const TensorVerdict& v = verdict_of(judge(cand, model(Form::sequential)).tensors, "dg_atk");
+      const TensorVerdict v = verdict_of(judge(cand, model(Form::sequential)).tensors, "dg_atk");
       if (!v.pass) {
         ++failed_by_sequential;
         EXPECT_EQ(v.worst.t, 0) << "seed " << seed;
@@ -117,7 +119,7 @@ TEST(FlaPrecondDgAtk, ChunkModelFailsAResidueBeyondFp32) {
   for (std::int64_t h = 0; h < bad.at("dg_atk").dim(2); ++h)
     bad.at("dg_atk").data[static_cast<std::size_t>(h)] = 0x1p-10 * terms;
   Judge judge(k.e, in, k.cfg, Arith{Tier::mpfr, 256}, Direction::backward);
-  const TensorVerdict& v = verdict_of(judge(bad, model(Form::chunk)).tensors, "dg_atk");
+  const TensorVerdict v = verdict_of(judge(bad, model(Form::chunk)).tensors, "dg_atk");
   EXPECT_FALSE(v.pass) << "ratio " << v.max_ratio;
   EXPECT_EQ(v.worst.t, 0);
 }
