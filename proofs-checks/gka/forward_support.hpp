@@ -15,12 +15,14 @@
 
 #include "proofs-checks/support.hpp"
 #include "proofs-checks/support/dense.hpp"
+#include "reference/solvers/chebyshev.hpp"
 
 namespace ttr::proofs {
 
 std::vector<Entry> gka_forward_ridge_entries();      // eqs. (3), (KF)
 std::vector<Entry> gka_forward_state_entries();      // eqs. (4), (CH) layer, (5), §4.2, docs/layers.md
-std::vector<Entry> gka_forward_chebyshev_entries();  // eq. (CH), Alg. 1, Lemmas 3-4, Remark 1
+std::vector<Entry> gka_forward_chebyshev_entries();  // eq. (CH), Alg. 1
+std::vector<Entry> gka_forward_chebyshev_weight_entries();  // Lemmas 3-4, Remark 1
 std::vector<Entry> gka_forward_kalman_entries();     // §6.4 eqs. (17), (19)
 
 namespace gkaf {
@@ -88,6 +90,16 @@ struct Worst {
     }
   }
 };
+
+// The weights of Alg. 1's schedule from ρ, via the reference code under test
+// (chebyshev_forward at n = 1, A = 1).
+inline std::vector<mp> reference_weights(const mp& rho, int r) {
+  const mp L = 1 + rho, mu = 1 - rho;  // (L − μ)/(L + μ) = ρ
+  const mp one = 1;
+  auto apply = [](const mp* x, mp* y) { y[0] = x[0]; };
+  const ChebyshevParams<mp> p{L, mu, r, mp(2)};
+  return chebyshev_forward(apply, &one, 1, p).omega;
+}
 
 }  // namespace gkaf
 }  // namespace ttr::proofs

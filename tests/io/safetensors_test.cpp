@@ -1,4 +1,5 @@
-// Tests of the strict safetensors reader/writer (oracles/io/safetensors.hpp).
+// Tests of the strict safetensors reader (oracles/io/safetensors.hpp): what it accepts,
+// what it rejects and with which line; the writer's are safetensors_write_test.cpp.
 #include "oracles/io/safetensors.hpp"
 
 #include <gtest/gtest.h>
@@ -19,105 +20,14 @@
 #include <vector>
 
 #include "oracles/error.hpp"
+#include "tests/io/safetensors_support.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using ttr::InputError;
 using namespace ttr::io;
-
-using Bytes = std::vector<std::uint8_t>;
-constexpr const char* kSource = "t.safetensors";
-
-// A file from a header JSON text and a data buffer; the header is space-padded to a
-// multiple of 8 unless pad is false.
-Bytes make_file(std::string header, const Bytes& data = {}, bool pad = true) {
-  if (pad) header.append((8 - header.size() % 8) % 8, ' ');
-  Bytes out;
-  std::uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(n >> (8 * i)));
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), data.begin(), data.end());
-  return out;
-}
-
-Bytes zeros(std::size_t n) { return Bytes(n, 0); }
-
-// The message of the InputError that parsing throws; fails the test if parsing
-// succeeds or throws anything else.
-std::string parse_error(const Bytes& bytes) {
-  try {
-    parse_safetensors(bytes, kSource);
-  } catch (const InputError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected InputError, got another exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected InputError, parse succeeded";
-  return {};
-}
-
-// Asserts an InputError whose one-line message names the file and every culprit.
-void expect_rejected(const Bytes& bytes, std::initializer_list<std::string> culprits) {
-  const std::string msg = parse_error(bytes);
-  if (msg.empty()) return;
-  EXPECT_EQ(msg.rfind(std::string(kSource) + ": ", 0), 0u) << msg;
-  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  for (const std::string& c : culprits) EXPECT_NE(msg.find(c), std::string::npos) << "'" << c << "' not in: " << msg;
-}
-
-// A valid single F32 tensor entry with the given name and offsets.
-std::string f32_entry(const std::string& name, const std::string& shape, std::uint64_t begin, std::uint64_t end) {
-  return "\"" + name + "\":{\"dtype\":\"F32\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(begin) +
-         "," + std::to_string(end) + "]}";
-}
-
-// A fresh empty directory, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("ttr_st_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::size_t entries() const { return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), {})); }
-};
-
-TensorFile sample_file() {
-  TensorFile f;
-  const double a[] = {1.0, -2.5, 0.1, 1e-40, 3e38, -0.0};
-  f.tensors["a_f32"] = from_f64(a, {2, 3}, DType::F32);
-  const double b[] = {0.1, -1e300, 5e-324, 7.0};
-  f.tensors["b_f64"] = from_f64(b, {4}, DType::F64);
-  const double c[] = {1.0, 0.5, -3.0};
-  f.tensors["c_bf16"] = from_f64(c, {3, 1}, DType::BF16);
-  const double d[] = {65504.0};
-  f.tensors["d_f16_scalar"] = from_f64(d, {}, DType::F16);
-  const double e[] = {-9007199254740992.0, 0.0, 42.0};
-  f.tensors["e_i64"] = from_f64(e, {1, 3}, DType::I64);
-  f.tensors["z_empty"] = from_f64({}, {0}, DType::F32);
-  f.tensors["z_empty2"] = from_f64({}, {2, 0, 3}, DType::BF16);
-  f.metadata["format"] = "pt";
-  f.metadata["note"] = "unicode \xC3\xA9 and \"quotes\"\n";
-  return f;
-}
-
-void expect_same(const TensorFile& x, const TensorFile& y) {
-  EXPECT_EQ(x.metadata, y.metadata);
-  ASSERT_EQ(x.tensors.size(), y.tensors.size());
-  for (const auto& [name, t] : x.tensors) {
-    const auto it = y.tensors.find(name);
-    ASSERT_NE(it, y.tensors.end()) << name;
-    EXPECT_EQ(t.dtype, it->second.dtype) << name;
-    EXPECT_EQ(t.shape, it->second.shape) << name;
-    EXPECT_EQ(t.data, it->second.data) << name;
-  }
-}
+using namespace ttr::test::safetensors;
 
 // ---------------------------------------------------------------- basics
 
@@ -182,50 +92,6 @@ TEST(Safetensors, EmptyFileRoundTrips) {
   EXPECT_EQ(bytes, make_file("{}      ", {}, false));
   const TensorFile g = parse_safetensors(bytes, kSource);
   EXPECT_TRUE(g.tensors.empty());
-}
-
-// ---------------------------------------------------------------- byte-exact
-
-TEST(Safetensors, ByteExactSingleF32File) {
-  TensorFile f;
-  const double v[] = {1.0, -2.5};
-  f.tensors["x"] = from_f64(v, {2}, DType::F32);
-  // Header: {"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}} is
-  // 5 + 15 + 12 + 20 + 2 = 54 bytes, padded with 2 spaces to 56 = 0x38.
-  const std::string header = R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
-  ASSERT_EQ(header.size(), 54u);
-  Bytes expected = {0x38, 0, 0, 0, 0, 0, 0, 0};
-  expected.insert(expected.end(), header.begin(), header.end());
-  expected.push_back(' ');
-  expected.push_back(' ');
-  // 1.0f = 0x3F800000 and -2.5f = 0xC0200000, little-endian.
-  for (const int b : {0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x20, 0xC0}) expected.push_back(static_cast<std::uint8_t>(b));
-  EXPECT_EQ(serialize_safetensors(f), expected);
-
-  const TensorFile g = parse_safetensors(expected, kSource);
-  ASSERT_EQ(g.tensors.size(), 1u);
-  EXPECT_EQ(to_f64(g.tensors.at("x"), "x"), (std::vector<double>{1.0, -2.5}));
-}
-
-TEST(Safetensors, ByteExactMetadataFirstAndNameOrder) {
-  TensorFile f;
-  const double b[] = {7.0};
-  f.tensors["b"] = from_f64(b, {1}, DType::I64);
-  const double a[] = {-2.0};
-  f.tensors["a"] = from_f64(a, {}, DType::F16);
-  f.metadata["format"] = "pt";
-  // "__metadata__" first, then tensors in name order packed from offset 0; 138 bytes
-  // of JSON padded with 6 spaces to 144 = 0x90.
-  const std::string header =
-      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F16","shape":[],"data_offsets":[0,2]},)"
-      R"("b":{"dtype":"I64","shape":[1],"data_offsets":[2,10]}})";
-  ASSERT_EQ(header.size(), 138u);
-  Bytes expected = {0x90, 0, 0, 0, 0, 0, 0, 0};
-  expected.insert(expected.end(), header.begin(), header.end());
-  expected.insert(expected.end(), 6, ' ');
-  // -2.0 in fp16 is 0xC000; 7 as int64 little-endian.
-  for (const int x : {0x00, 0xC0, 7, 0, 0, 0, 0, 0, 0, 0}) expected.push_back(static_cast<std::uint8_t>(x));
-  EXPECT_EQ(serialize_safetensors(f), expected);
 }
 
 // ---------------------------------------------------------------- file-level strictness
@@ -516,87 +382,6 @@ TEST(Safetensors, DeeplyNestedHeaderIsRejectedWithoutCrash) {
   for (std::size_t i = 0; i < depth; ++i) objects += "{\"k\":";
   objects += "1" + std::string(depth, '}');
   expect_rejected(make_file(R"({"__metadata__":)" + objects + "}"), {"'__metadata__' key 'k'"});
-}
-
-// ---------------------------------------------------------------- writing
-
-TEST(Safetensors, WriteAtomicCreatesAndReplaces) {
-  TempDir dir("write");
-  const fs::path p = dir.path / "out.safetensors";
-  write_safetensors_atomic(p, sample_file());
-  expect_same(read_safetensors(p), sample_file());
-  TensorFile other;
-  const double v[] = {3.0};
-  other.tensors["only"] = from_f64(v, {}, DType::F64);
-  write_safetensors_atomic(p, other);
-  expect_same(read_safetensors(p), other);
-  EXPECT_EQ(dir.entries(), 1u);  // no temporary left behind
-}
-
-TEST(Safetensors, WriteAtomicIntoMissingDirectoryFails) {
-  TempDir dir("missing");
-  const fs::path p = dir.path / "no_such_dir" / "out.safetensors";
-  try {
-    write_safetensors_atomic(p, sample_file());
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind(p.string() + ": cannot write: ", 0), 0u) << msg;
-  }
-  EXPECT_FALSE(fs::exists(p));
-  EXPECT_FALSE(fs::exists(p.parent_path()));
-  EXPECT_EQ(dir.entries(), 0u);
-}
-
-TEST(Safetensors, WriteAtomicOfInvalidTensorLeavesOldFile) {
-  TempDir dir("invalid");
-  const fs::path p = dir.path / "out.safetensors";
-  write_safetensors_atomic(p, sample_file());
-  TensorFile bad;
-  bad.tensors["w"] = RawTensor{DType::F32, {3}, Bytes(8, 0)};  // 8 bytes for 12 needed
-  try {
-    write_safetensors_atomic(p, bad);
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind(p.string() + ": cannot write: ", 0), 0u) << msg;
-    EXPECT_NE(msg.find("tensor 'w'"), std::string::npos) << msg;
-  }
-  expect_same(read_safetensors(p), sample_file());
-  EXPECT_EQ(dir.entries(), 1u);
-}
-
-TEST(Safetensors, WriteAtomicOntoDirectoryFails) {
-  TempDir dir("ontodir");
-  const fs::path p = dir.path / "sub";
-  fs::create_directory(p);
-  EXPECT_THROW(write_safetensors_atomic(p, sample_file()), InputError);
-  EXPECT_THROW(write_safetensors_atomic(dir.path / "sub/", sample_file()), InputError);
-  EXPECT_TRUE(fs::is_directory(p));
-  EXPECT_EQ(dir.entries(), 1u);  // the temporary was removed
-}
-
-TEST(Safetensors, SerializeRejectsUnwritableTensors) {
-  const auto expect_bad = [](const TensorFile& f, const std::string& culprit) {
-    try {
-      serialize_safetensors(f);
-      ADD_FAILURE() << "expected InputError for " << culprit;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(culprit), std::string::npos) << e.what();
-    }
-  };
-  TensorFile f;
-  f.tensors[""] = RawTensor{DType::F32, {}, Bytes(4, 0)};
-  expect_bad(f, "empty name");
-  f.tensors.clear();
-  f.tensors["__metadata__"] = RawTensor{DType::F32, {}, Bytes(4, 0)};
-  expect_bad(f, "'__metadata__' is reserved");
-  f.tensors.clear();
-  f.tensors["neg"] = RawTensor{DType::F32, {-1}, {}};
-  expect_bad(f, "tensor 'neg'");
-  f.tensors.clear();
-  f.metadata["k"] = "\xFF";
-  expect_bad(f, "metadata value of 'k'");
 }
 
 // ---------------------------------------------------------------- seed corpus
