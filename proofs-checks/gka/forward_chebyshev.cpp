@@ -366,12 +366,6 @@ Evidence ch_minimax(const ProofOptions& opt, const std::string& id) {
                       " (1 = attained); bound identity " + num(ident.value));
 }
 
-Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
-           std::string correction, std::function<Evidence(const ProofOptions&, const std::string&)> fn) {
-  return make_entry(Paper::GKA, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
-                    std::move(correction), fn);
-}
-
 }  // namespace
 
 std::vector<Entry> gka_forward_chebyshev_entries() {
@@ -380,7 +374,7 @@ std::vector<Entry> gka_forward_chebyshev_entries() {
       "MPFR opt.bits; 10 (full: 100) random SPD A = Q diag(lambda) Q^T (Householder Q, n in [3,8], mu in [1e-2,1], "
       "kappa in [1.01,1e4], lambda_1 = mu, lambda_n = L), r in [0,20]";
   return {
-      make("gka.ch.minimax_bound", "eq. (CH)",
+      gka_entry("gka.ch.minimax_bound", "eq. (CH)",
            "r steps of CH (Alg. 1) reduce the error by at most the Chebyshev minimax factor: "
            "|x* - xi_r| <= 1/T_{r+1}((L+mu)/(L-mu)) |x*| = chebyshev_minimax_bound(L, mu, r+1) |x*|",
            I,
@@ -388,44 +382,44 @@ std::vector<Entry> gka_forward_chebyshev_entries() {
            "[1.01,1e4], r in [0,16], half started at the equioscillation points of T_{r+1}, + 15 (full: 60) "
            "local-search steps moving one eigenvalue or one weight to raise the error; reference chebyshev_forward",
            Status::holds, "", ch_minimax),
-      make("gka.alg1.line1_input", "Alg. 1",
+      gka_entry("gka.alg1.line1_input", "Alg. 1",
            "Input: eigenvalue bounds L >= mu > 0 (L = mu allowed: rho = 0, omega_i = 1, xi_r = q/mu)", X,
            "MPFR opt.bits; 6 (full: 40) cases A = mu I, n in [2,7], r in [0,19], mu in [1e-3,1e3]; literal Alg. 1 "
            "and reference chebyshev_forward",
            Status::holds, "", alg1_input),
-      make("gka.alg1.line2_rho", "Alg. 1",
+      gka_entry("gka.alg1.line2_rho", "Alg. 1",
            "Initialize: rho = (L-mu)/(L+mu), the contraction of gradient descent with the optimal stepsize 2/(L+mu) "
            "(App. B.1)",
            I,
            "MPFR opt.bits; 20 (full: 200) intervals, kappa in [1.0001,1e6]: max over a 64-point grid incl. both ends "
            "of |1 - 2 lambda/(L+mu)| = rho, and 8 random other stepsizes per interval never contract faster",
            Status::holds, "", alg1_rho),
-      make("gka.alg1.line2_omega0", "Alg. 1", "Initialize: omega_0 = 0", X,
+      gka_entry("gka.alg1.line2_omega0", "Alg. 1", "Initialize: omega_0 = 0", X,
            spd + "; Alg. 1 transcribed literally with omega_0 = 0 vs 2, against the degree-(r+1) Chebyshev iterate "
                  "A^{-1}(I - T_{r+1}(sigma(A))/T_{r+1}(sigma_0))q through the eigendecomposition (T by cos/cosh)",
            Status::fails_as_printed,
            "omega_0 = 2 (as App. B.1 and Lemma 3 state): omega_i = 2 sigma_0 T_i(sigma_0)/T_{i+1}(sigma_0) at i = 0",
            alg1_omega0),
-      make("gka.alg1.line2_xi_init", "Alg. 1",
+      gka_entry("gka.alg1.line2_xi_init", "Alg. 1",
            "Initialize: xi_{-1} = 0, xi_0 = 2q/(L+mu), a gradient step on (21) from xi_{-1} with stepsize 2/(L+mu)",
            X,
            "MPFR opt.bits; 6 (full: 60) SPD systems as in line2_omega0: gradient of (21) by central differences "
            "(step 1, exact for a quadratic), and xi_0 vs the degree-1 Chebyshev iterate",
            Status::holds, "", alg1_xi_init),
-      make("gka.alg1.line4_weight_schedule", "Alg. 1", "omega_i = 4/(4 - rho^2 omega_{i-1}) (weight schedule)", X,
+      gka_entry("gka.alg1.line4_weight_schedule", "Alg. 1", "omega_i = 4/(4 - rho^2 omega_{i-1}) (weight schedule)", X,
            "MPFR opt.bits; 20 (full: 200) kappa in [1.0001,1e8], i = 0..40: reference and literal weights vs "
            "2 sigma_0 T_i(sigma_0)/T_{i+1}(sigma_0) (the Chebyshev three-term recurrence), T by cosh",
            Status::holds, "", alg1_weights),
-      make("gka.alg1.line4_grad_descent", "Alg. 1",
+      gka_entry("gka.alg1.line4_grad_descent", "Alg. 1",
            "xi_i = xi_{i-1} - 2 omega_i/(L+mu) (H xi_{i-1} - q) (grad descent)", X,
            "MPFR opt.bits; 5 (full: 100) intervals kappa in [1.01,1e4], i = 1..30: the step coefficient c of "
            "p_{i+1}(l) = (1 - c l) p_i(l) + m (p_i(l) - p_{i-1}(l)) solved from the Chebyshev residual polynomials "
            "(cos/cosh) at l = mu, L, checked at a third point, vs 2 omega_i/(L+mu)",
            Status::holds, "", [](const ProofOptions& o, const std::string& id) { return alg1_step(o, id, false); }),
-      make("gka.alg1.line4_momentum", "Alg. 1", "xi_i = xi_i + (omega_i - 1)(xi_{i-1} - xi_{i-2}) (momentum)", X,
+      gka_entry("gka.alg1.line4_momentum", "Alg. 1", "xi_i = xi_i + (omega_i - 1)(xi_{i-1} - xi_{i-2}) (momentum)", X,
            "as gka.alg1.line4_grad_descent, for the momentum coefficient m vs omega_i - 1", Status::holds, "",
            [](const ProofOptions& o, const std::string& id) { return alg1_step(o, id, true); }),
-      make("gka.alg1.line5_output", "Alg. 1",
+      gka_entry("gka.alg1.line5_output", "Alg. 1",
            "Output: xi_r, the Chebyshev iterate of polynomial degree r+1 (x* - xi_r = T_{r+1}(sigma(A))/T_{r+1}("
            "sigma_0) x*)",
            X, spd + "; literal Alg. 1 (omega_0 = 2) and reference chebyshev_forward vs the eigendecomposition",

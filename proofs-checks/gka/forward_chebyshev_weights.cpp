@@ -147,29 +147,23 @@ Evidence remark1_bf16(const ProofOptions& opt, const std::string&) {
                                     "; actual first i with |w_i - w1*|/w1* <= 2^-8: " + std::to_string(first));
 }
 
-Entry make(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
-           std::string correction, std::function<Evidence(const ProofOptions&, const std::string&)> fn) {
-  return make_entry(Paper::GKA, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
-                    std::move(correction), fn);
-}
-
 }  // namespace
 
 std::vector<Entry> gka_forward_chebyshev_weight_entries() {
   const Method X = Method::exact_identity, I = Method::inequality_search;
   return {
-      make("gka.lemma3.weights", "Lemma 3",
+      gka_entry("gka.lemma3.weights", "Lemma 3",
            "2 = omega_0 >= omega_1 >= ... >= omega_r >= omega_1* = 2(1 - sqrt(1-rho^2))/rho^2 > 1, and "
            "4 - rho^2 omega_i in [2,4]",
            I,
            "adversarial search, MPFR opt.bits: 40 (full: 400) log-uniform kappa in [1+1e-6, 1e12] (rho from 5e-7 to "
            "1 - 2e-12) + 5 (full: 20) local steps each maximising the largest violation; reference weights, r = 64",
            Status::holds, "", lemma3),
-      make("gka.lemma4.weight_contraction", "Lemma 4",
+      gka_entry("gka.lemma4.weight_contraction", "Lemma 4",
            "omega_i - omega_1* <= R^i (omega_0 - omega_1*), R = (kappa-1)/(kappa+1) (sqrt(kappa)-1)/(sqrt(kappa)+1)",
            I, "adversarial search as gka.lemma3.weights; also proof step (iv) 1 - sqrt(1-rho^2) = R as an identity",
            Status::holds, "", lemma4),
-      make("gka.remark1.numbers", "Remark 1",
+      gka_entry("gka.remark1.numbers", "Remark 1",
            "kappa = 1.02/0.02 = 51: R ~ 0.7253, R^5 ~ 0.2, R^10 ~ 0.04, R^20 ~ 0.0016, R^30 ~ 6e-5; Ra ~ 0.7543, "
            "Ra^5 ~ 0.244, Ra^10 ~ 0.0597, Ra^20 ~ 0.0036, Ra^30 ~ 0.0002",
            X,
@@ -179,7 +173,7 @@ std::vector<Entry> gka_forward_chebyshev_weight_entries() {
            "R^30 = 6.547e-5, i.e. ~6.5e-5 (7e-5 to one digit), not 6e-5; the other nine numbers are correctly "
            "rounded",
            remark1_numbers),
-      make("gka.remark1.bf16_20_iterations", "Remark 1",
+      gka_entry("gka.remark1.bf16_20_iterations", "Remark 1",
            "with kappa = 51 the weight schedule converges in at most 20 iterations up to bfloat16 precision", I,
            "MPFR opt.bits: Lemma 4's bound R^20 (omega_0 - omega_1*)/omega_1* vs the bf16 unit roundoff 2^-8, and "
            "the first i where the reference weights are within 2^-8 of omega_1*",

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -99,6 +100,13 @@ inline std::vector<mp> reference_weights(const mp& rho, int r) {
   auto apply = [](const mp* x, mp* y) { y[0] = x[0]; };
   const ChebyshevParams<mp> p{L, mu, r, mp(2)};
   return chebyshev_forward(apply, &one, 1, p).omega;
+}
+
+// An entry of the GKA paper (make_entry with the paper filled in).
+inline Entry gka_entry(std::string id, std::string ref, std::string statement, Method m, std::string how, Status st,
+                       std::string correction, std::function<Evidence(const ProofOptions&, const std::string&)> fn) {
+  return make_entry(Paper::GKA, std::move(id), std::move(ref), std::move(statement), m, std::move(how), st,
+                    std::move(correction), std::move(fn));
 }
 
 }  // namespace gkaf
