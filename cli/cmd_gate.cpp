@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
@@ -147,14 +148,22 @@ Command add_gate(CLI::App& app) {
     std::error_code ec;
     std::filesystem::create_directories(o->out, ec);
     if (ec) throw InputError(fmt::format("{}: cannot create the report directory: {}", o->out, ec.message()));
+    // Progress: on a terminal one line rewritten in place; elsewhere (a CI log, nohup)
+    // a line a minute, so that a calibration-sized gate is seen to be alive — a run
+    // under a minute prints nothing. (Called under the gate's report lock.)
     const bool tty = isatty(STDERR_FILENO);
     const auto t0 = std::chrono::steady_clock::now();
-    if (tty)
-      o->gate.progress = [t0](std::size_t done, std::size_t total, const std::string& id) {
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    o->gate.progress = [t0, tty, shown = 0.0](std::size_t done, std::size_t total, const std::string& id) mutable {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (tty) {
         fmt::print(stderr, "\r\033[K[{}/{}] {:.0f} s  {}", done, total, s, id);
         if (done == total) fmt::print(stderr, "\n");
-      };
+      } else if (s - shown >= 60.0 && done < total) {
+        shown = s;
+        fmt::print(stderr, "[{}/{}] {:.0f} s  {}\n", done, total, s, id);
+        std::fflush(stderr);
+      }
+    };
     GateResult r;
     if (!o->cuda_only) r = run_gate(o->gate);
     // The CUDA target: the kernels of gpu/ on the device, judged against the same
