@@ -14,7 +14,8 @@
 // representable depends on the order of the summation, which is the kernel's
 // (Eigen's, a tensor core's, tl.cumsum's), not this run's. A sum of nonzero
 // terms is therefore perturbed even where it happens to be exact in the order the
-// model adds: the fp32 chunk backward of simple_gla summed do·v (16 products of
+// model adds (a sum with a zero term is the other term in every order, and is left
+// alone): the fp32 chunk backward of simple_gla summed do·v (16 products of
 // bf16 numbers, cancelling 98-fold to −0.0698) exactly in the model's order and
 // with one rounding of 28.7u relative in Eigen's, and was judged at 13.2 on dk
 // (docs/error-model.md, "Sums: the order is the kernel's").
@@ -253,11 +254,11 @@ class McaReal {
   // comment, "Absorption"): the sum is the larger term, perturbed as a sum is.
   friend McaReal operator+(McaReal a, McaReal b) {
     McaContext& c = mca_context();
-    return op<kCommutative>(c, absorbed_sum(c, a.v_, b.v_), "+", kMcaTagAdd, a.v_, b.v_, a.v_ != 0.0 && b.v_ != 0.0);
+    return sum<kCommutative>(c, absorbed_sum(c, a.v_, b.v_), "+", kMcaTagAdd, a.v_, b.v_);
   }
   friend McaReal operator-(McaReal a, McaReal b) {
     McaContext& c = mca_context();
-    return op<kOrdered>(c, absorbed_sum(c, a.v_, -b.v_), "-", 5, a.v_, b.v_, a.v_ != 0.0 && b.v_ != 0.0);
+    return sum<kOrdered>(c, absorbed_sum(c, a.v_, -b.v_), "-", 5, a.v_, b.v_);
   }
   friend McaReal operator*(McaReal a, McaReal b) { return op<kCommutative>(a.v_ * b.v_, "*", kMcaTagMul, a.v_, b.v_); }
   // x/0 is a division by zero, not a value beyond the range: never traced.
@@ -293,6 +294,19 @@ class McaReal {
     if (mca_absorbs(x, y, f)) return x;
     if (mca_absorbs(y, x, f)) return y;
     return x + y;
+  }
+  // x = a ± b. With a zero term x is the other term, which is already a value of
+  // the format (an input as stored, or an operation's result, perturbed as its
+  // rounding): a kernel adds 0 exactly, so nothing is perturbed. (Testing whether
+  // x is representable instead re-rounded every perturbed value that met a zero —
+  // the first term of every dot product, each zero product along it.)
+  template <bool commutative>
+  static McaReal sum(McaContext& c, double x, const char* what, std::uint64_t tag, double a, double b) {
+    if (a == 0.0 || b == 0.0) {
+      if (c.trace_range) trace(c, x, c.op_max, what);
+      return McaReal(x);
+    }
+    return op<commutative>(c, x, what, tag, a, b, true);
   }
   // x, the result of operation `tag` on (a, b), rounded at u_op; the key is hashed
   // only where the rounding moves x (most products of bf16 inputs do not).

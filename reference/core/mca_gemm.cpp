@@ -3,8 +3,9 @@
 // One step of an entry's sum is McaReal's `acc += a * b`, i.e. two perturbed
 // operations (mca.hpp): the product x = a·b, perturbed where it moves (nonzero,
 // finite, not representable in the op format) by the hash of (run key, tag 6, a, b);
-// then the sum s = acc + x, perturbed where it moves (nonzero and finite, and either
-// both terms nonzero or s not representable) by the hash of (run key, tag 4, acc, x).
+// then the sum s = acc + x, perturbed where both terms are nonzero and s is nonzero
+// and finite (with a zero term s is the other term, exactly) by the hash of (run key,
+// tag 4, acc, x).
 // The kernels below compute exactly that, in the in-order products' order of the
 // reduction index, so every entry is the same double; what they change is only the
 // schedule: the context is read once per product, the commutative key orders its
@@ -58,7 +59,7 @@ struct ScalarStep {
     double x = a * b;
     if (mca_moves(x, u, F)) x = mca_perturb_moving(x, u, F, hash(kMcaTagMul, a, b));
     const double s = acc + x;
-    if (mca_moves(s, u, F, acc != 0.0 && x != 0.0)) return mca_perturb_moving(s, u, F, hash(kMcaTagAdd, acc, x));
+    if (acc != 0.0 && x != 0.0 && mca_moves(s, u, F, true)) return mca_perturb_moving(s, u, F, hash(kMcaTagAdd, acc, x));
     return s;
   }
 };
@@ -157,7 +158,7 @@ TTR_MCA_AVX512 inline __m512d step(__m512d acc, __m512d a, __m512d b, const Vect
   const __m512d zero = _mm512_setzero_pd();
   const __mmask8 both_nonzero =
       _mm512_cmp_pd_mask(acc, zero, _CMP_NEQ_UQ) & _mm512_cmp_pd_mask(x, zero, _CMP_NEQ_UQ);
-  if (const __mmask8 m = finite_nonzero(s) & static_cast<__mmask8>(both_nonzero | ~representable<F>(s)))
+  if (const __mmask8 m = finite_nonzero(s) & both_nonzero)
     return perturb<F>(s, m, acc, x, k.key_add, k.tag_add, k);
   return s;
 }

@@ -42,6 +42,30 @@ TEST(Mca, PerturbsWithinUAndOnlyInexactValues) {
   EXPECT_EQ((McaReal(1.0 / 3) * McaReal(3.0)).value(), (1.0 / 3) * 3.0);  // u = 0: plain double
 }
 
+// A kernel adds 0 exactly: a sum with a zero term is the other term, even where
+// that term is a perturbed value (never representable in the op format), in the
+// fp32 and the 16-bit (absorbing) op formats alike; a sum of two nonzero terms is
+// still perturbed where this order happens to make it exact (file comment of mca.hpp).
+TEST(Mca, ASumWithAZeroTermIsTheOtherTermExactly) {
+  for (const McaFormat f : {McaFormat::fp32, McaFormat::bf16}) {
+    const double u = f == McaFormat::fp32 ? 0x1p-24 : 0x1p-8;
+    mca_seed(5, u, f, 0.0, McaFormat::any);
+    const McaReal x = McaReal(1.0 / 3) * McaReal(1.0 / 7), zero(0.0);
+    ASSERT_FALSE(mca_representable(x.value(), f));  // the case the old rule re-rounded
+    EXPECT_EQ((x + zero).value(), x.value());
+    EXPECT_EQ((zero + x).value(), x.value());
+    EXPECT_EQ((x - zero).value(), x.value());
+    EXPECT_EQ((zero - x).value(), -x.value());
+    McaReal acc(0.0);
+    for (int i = 0; i < 4; ++i) acc += McaReal(0.0) * McaReal(1.0 / 3);  // zero products
+    acc += x;
+    for (int i = 0; i < 4; ++i) acc += McaReal(0.0) * McaReal(1.0 / 7);
+    EXPECT_EQ(acc.value(), x.value());
+    EXPECT_NE((McaReal(1.0) + McaReal(2.0)).value(), 3.0);  // nonzero terms: perturbed
+  }
+  mca_seed(0, 0.0, McaFormat::any, 0.0, McaFormat::any);
+}
+
 TEST(Mca, SameSeedSameStream) {
   auto run = [](std::uint64_t seed) {
     mca_seed(seed, 1e-3, McaFormat::any, 0.0, McaFormat::any);

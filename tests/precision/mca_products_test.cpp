@@ -177,6 +177,25 @@ TEST(McaProducts, FastKernelsPerturbAsTheModelDoes) {
   mca_seed(0, 0.0, McaFormat::any, 0.0, McaFormat::any);
 }
 
+// Zero terms add exactly in the fast kernels too: C = [a 0 0]·[b c d]ᵀ is the model's
+// product a·b (keyed by its operands, so McaReal computes the same draw), neither
+// re-rounded as 0 + a·b nor as a·b + 0.
+TEST(McaProducts, ZeroTermsAddExactly) {
+  const double a = 1.0 / 3, b = 1.0 / 7;
+  Matrix<McaReal> A(1, 3, McaReal(0.0)), B(3, 1, McaReal(1.0 / 11));
+  A(0, 0) = McaReal(a), B(0, 0) = McaReal(b);
+  mca_seed(6, 0x1p-24, McaFormat::fp32, 0.0, McaFormat::any);
+  const double ab = (McaReal(a) * McaReal(b)).value();
+  ASSERT_NE(ab, a * b);  // the product itself is perturbed
+  for (McaProducts k : kernels()) {
+    McaProductsScope scope(k);
+    Matrix<McaReal> C;
+    gemm_nn(A, B, C);
+    EXPECT_EQ(C(0, 0).value(), ab) << static_cast<int>(k);
+  }
+  mca_seed(0, 0.0, McaFormat::any, 0.0, McaFormat::any);
+}
+
 // A range trace is McaReal's bookkeeping: with it on, the products keep recording the
 // first value beyond the format.
 TEST(McaProducts, RangeTraceStillRecordsTheFirstValueBeyond) {
