@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/cli.hpp"
-#include <unistd.h>
 
 #include <bit>
 #include <cmath>
@@ -24,10 +23,7 @@
 
 namespace {
 
-namespace fs = std::filesystem;
-using ttr::InputError;
-using namespace ttr::io;
-using namespace ttr::test::safetensors;
+using namespace ttr::test::safetensors;  // fs, InputError, ttr::io and the helpers
 
 // ---------------------------------------------------------------- basics
 
