@@ -75,3 +75,28 @@ def test_a_run_the_oracle_cannot_take_is_one_error_row_and_the_others_are_judged
     assert errors[0]["error"].startswith("not judged:") and "'v'" in errors[0]["error"]
     judged = {r["case"] for r in got if "error" not in r}
     assert judged == {Execution.load(str(files[1])).case}
+
+
+def test_rows_of_another_runner_say_so_and_are_tabled_apart(tmp_path):
+    # The same runs judged twice: once as a GPU capture, once as a capture the Triton
+    # interpreter made (capture.json names the runner): the table keeps two groups.
+    import re
+    runner = "Triton interpreter, CPU"
+    for where, meta in (("gpu", None), ("cpu", {"keep_guard": False, "seed": 0, "runner": runner})):
+        folder = tmp_path / where
+        capture(linear_attn, str(folder), "port")
+        if meta:
+            (folder / "capture.json").write_text(json.dumps(meta))
+        p = judge(str(folder), "--jsonl", str(tmp_path / f"{where}.jsonl"))
+        assert p.returncode == 0, p.stdout + p.stderr
+    gpu = [json.loads(line) for line in open(tmp_path / "gpu.jsonl")]
+    cpu = [json.loads(line) for line in open(tmp_path / "cpu.jsonl")]
+    assert cpu and all(r["runner"] == runner for r in cpu) and all("runner" not in r for r in gpu)
+    t = subprocess.run([sys.executable, SCRIPT, "--table", str(tmp_path / "gpu.jsonl"), str(tmp_path / "cpu.jsonl")],
+                       capture_output=True, text=True)
+    assert t.returncode == 0, t.stderr
+
+    def runs(prefix):  # the runs each group of the table counts ("pass n/n")
+        return sum(int(m.group(1)) for line in t.stdout.splitlines() if line.startswith(prefix)
+                   for m in [re.search(r"\| pass \d+/(\d+)", line)])
+    assert runs("| port |") == len(gpu) and runs(f"| port ({runner}) |") == len(cpu)
