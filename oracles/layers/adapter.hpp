@@ -42,6 +42,42 @@ QK<T> qk_of(const TensorMap<T>& in, const Config& cfg) {
   return {in.at("q"), in.at("k")};
 }
 
+// q and k as a chunk kernel under policy P reads them. FLA's chunk ops normalise q and k
+// in a kernel of their own (l2norm_fwd) and store the rows in the input's dtype, so the
+// normalised rows are narrowed to P's storage format before the chunk form reads them; the
+// fused-recurrent ops normalise inside the kernel in fp32 (the sequential form: qk_of).
+// The preconditioner reads the stored key too: without this rounding FLA's fp16
+// chunk_precond_gated_delta_rule failed dbeta_atk at 16.6 on the varlen suite while an fp32
+// run with its normalised keys rounded to fp16 reproduced the 16.6 at the same row
+// (docs/validating-fla/failures.md). An identity for exact policies and without the flag.
+template <class P>
+QK<typename P::acc> qk_of_stored(const TensorMap<typename P::acc>& in, const Config& cfg) {
+  QK<typename P::acc> qk = qk_of(in, cfg);
+  if (cfg.has("use_qk_l2norm_in_kernel") && cfg.flag("use_qk_l2norm_in_kernel")) {
+    narrow_all<P>(qk.q.data);
+    narrow_all<P>(qk.k.data);
+  }
+  return qk;
+}
+
+}  // namespace ttr::layers
+namespace ttr {
+template <class P>
+struct ChunkDeltaCore;  // reference/family/delta_backward_core.hpp
+}  // namespace ttr
+namespace ttr::layers {
+
+// q and k as a layer's backward reads them, by its delta core: stored (qk_of_stored)
+// around the chunkwise core, normalised in the working precision around the sequential one.
+template <class T, class Core>
+QK<T> qk_of(const TensorMap<T>& in, const Config& cfg, const Core&) {
+  return qk_of(in, cfg);
+}
+template <class T, class P>
+QK<T> qk_of(const TensorMap<T>& in, const Config& cfg, const ChunkDeltaCore<P>&) {
+  return qk_of_stored<P>(in, cfg);
+}
+
 // The backward of qk_of: gradients with respect to the normalised q, k become
 // gradients of the raw q, k (use_qk_l2norm_in_kernel), in place; identity otherwise.
 template <class T>

@@ -29,7 +29,7 @@ struct delta_backward_forms {
     const char* l2 = "use_qk_l2norm_in_kernel";
     if (mutated(Mutant::l2norm_backward_skipped) && cfg.has(l2) && cfg.flag(l2)) {
       TensorMap<typename P::acc> in = policy_inputs<P>(raw);
-      QK<typename P::acc> qk = qk_of(in, cfg);
+      QK<typename P::acc> qk = qk_of_stored<P>(in, cfg);
       in["q"] = std::move(qk.q);
       in["k"] = std::move(qk.k);
       Layer::backward(in, cfg.without_flag(l2), core, out);

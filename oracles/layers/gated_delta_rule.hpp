@@ -20,7 +20,7 @@ struct gated_delta_rule : delta_backward_forms<gated_delta_rule> {
   // around the delta core.
   template <class T, class Core>
   static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
-    const QK<T> qk = qk_of(in, cfg);
+    const QK<T> qk = qk_of(in, cfg, core);
     Tensor<T> dh0;
     gated_delta_rule_backward(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), optional_input(in, "h0"), scale_of(cfg, qk.q),
                  in.at("do"), optional_input(in, "dht"), out["dq"], out["dk"], out["dv"], out["dg"], out["dbeta"], dh0, core);
@@ -33,7 +33,7 @@ struct gated_delta_rule : delta_backward_forms<gated_delta_rule> {
                     TensorMap<typename P::acc>& out) {
     using A = typename P::acc;
     const TensorMap<A> in = policy_inputs<P>(raw);
-    const QK<A> qk = qk_of(in, cfg);
+    const QK<A> qk = qk_of_stored<P>(in, cfg);
     gated_delta_rule_chunk<P>(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), optional_input(in, "h0"),
                               scale_of(cfg, qk.q), opt.chunk_size, out["o"], out["ht"]);
   }

@@ -23,7 +23,7 @@ struct kaczmarz_delta_rule : delta_backward_forms<kaczmarz_delta_rule> {
   // around the delta core.
   template <class T, class Core>
   static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
-    const QK<T> qk = qk_of(in, cfg);
+    const QK<T> qk = qk_of(in, cfg, core);
     Tensor<T> dh0;
     kaczmarz_delta_rule_backward(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), from_double<T>(cfg.number("eps")),
                                  optional_input(in, "h0"), scale_of(cfg, qk.q), in.at("do"), optional_input(in, "dht"),
@@ -37,7 +37,7 @@ struct kaczmarz_delta_rule : delta_backward_forms<kaczmarz_delta_rule> {
                     TensorMap<typename P::acc>& out) {
     using A = typename P::acc;
     const TensorMap<A> in = policy_inputs<P>(raw);
-    const QK<A> qk = qk_of(in, cfg);
+    const QK<A> qk = qk_of_stored<P>(in, cfg);
     kaczmarz_delta_rule_chunk<P>(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), from_double<A>(cfg.number("eps")),
                                  optional_input(in, "h0"), scale_of(cfg, qk.q), opt.chunk_size, out["o"], out["ht"]);
   }

@@ -22,7 +22,7 @@ struct kda : delta_backward_forms<kda>, delta_tf32_intra_form<kda> {
   // around the delta core.
   template <class T, class Core>
   static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
-    const QK<T> qk = qk_of(in, cfg);
+    const QK<T> qk = qk_of(in, cfg, core);
     Tensor<T> dh0;
     kda_backward(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), optional_input(in, "h0"), scale_of(cfg, qk.q),
                  in.at("do"), optional_input(in, "dht"), out["dq"], out["dk"], out["dv"], out["dg"], out["dbeta"], dh0, core);
@@ -35,7 +35,7 @@ struct kda : delta_backward_forms<kda>, delta_tf32_intra_form<kda> {
                     TensorMap<typename P::acc>& out) {
     using A = typename P::acc;
     const TensorMap<A> in = policy_inputs<P>(raw);
-    const QK<A> qk = qk_of(in, cfg);
+    const QK<A> qk = qk_of_stored<P>(in, cfg);
     kda_chunk<P>(qk.q, qk.k, in.at("v"), in.at("g"), in.at("beta"), optional_input(in, "h0"), scale_of(cfg, qk.q),
                  opt.chunk_size, out["o"], out["ht"]);
   }

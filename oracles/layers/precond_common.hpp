@@ -43,11 +43,16 @@ struct PrecondBound {
             p.log_x,    p.eps};
   }
 };
+// The preconditioner and the delta core read the same normalised key: stored
+// (qk_of_stored) in the chunk forms, as FLA's chunk ops hand their l2norm_fwd output to both.
 template <class T>
-PrecondBound<T> bind_precond(const TensorMap<T>& in, const Config& cfg) {
-  QK<T> qk = qk_of(in, cfg);
+PrecondBound<T> bind_precond(const TensorMap<T>& in, const Config& cfg, QK<T> qk) {
   PrecondArgs<T> p = precond_args(in, cfg, qk.k);
   return {std::move(qk), std::move(p)};
+}
+template <class T>
+PrecondBound<T> bind_precond(const TensorMap<T>& in, const Config& cfg) {
+  return bind_precond(in, cfg, qk_of(in, cfg));
 }
 
 // The adapter of a preconditioned delta layer with the given decay.
@@ -63,7 +68,7 @@ struct precond_delta_adapter : delta_backward_forms<precond_delta_adapter<kDecay
   // then the preconditioner, then the L2 norm.
   template <class T, class Core>
   static void backward(const TensorMap<T>& in, const Config& cfg, const Core& core, TensorMap<T>& out) {
-    const PrecondBound<T> b = bind_precond(in, cfg);
+    const PrecondBound<T> b = bind_precond(in, cfg, qk_of(in, cfg, core));
     PrecondDeltaGrads<T> g;
     precond_delta_backward<T>(b.args(kDecay, in, cfg),
                               {in.at("do"), optional_input(in, "dht"), optional_input(in, "dfinal_A_state")}, g, core);
@@ -81,7 +86,7 @@ struct precond_delta_adapter : delta_backward_forms<precond_delta_adapter<kDecay
                     TensorMap<typename P::acc>& out) {
     using A = typename P::acc;
     const TensorMap<A> in = policy_inputs<P>(raw);
-    const PrecondBound<A> b = bind_precond(in, cfg);
+    const PrecondBound<A> b = bind_precond(in, cfg, qk_of_stored<P>(in, cfg));
     precond_delta_chunk<P>(b.args(kDecay, in, cfg), opt.chunk_size, {out["o"], out["ht"], out["final_A_state"]});
   }
 };
