@@ -45,9 +45,10 @@ def index_sum(out, n):
 
 @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"])
 @triton.jit
-def scaled_copy(x, y, n, BLOCK: tl.constexpr):
+def scaled_copy(x, y, block, n, BLOCK: tl.constexpr):
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y + o, 2 * tl.load(x + o, mask=o < n), mask=o < n)
+    tl.store(block + tl.arange(0, 1), tl.full([1], BLOCK, tl.int32))  # which configuration ran
 
 # The second configuration forgets the mask: with BLOCK = 32 it strays past a 20-element x.
 @triton.autotune(configs=[triton.Config({"BLOCK": 16, "MASKED": True}), triton.Config({"BLOCK": 32, "MASKED": False})],
@@ -91,12 +92,12 @@ print(out.item())
 
 def test_autotuned_kernel_runs_one_config_and_is_right(tmp_path):
     out = run(KERNELS + """
-x = torch.arange(70, dtype=torch.float32); y = torch.zeros(70)
-scaled_copy[lambda m: (triton.cdiv(70, m["BLOCK"]),)](x, y, 70)
-print(scaled_copy.configs[0].kwargs["BLOCK"], len(scaled_copy.configs), (y - 2 * x).abs().max().item())
+for n in (70, 5):  # two tuning keys: each picks the first configuration
+    x = torch.arange(n, dtype=torch.float32); y = torch.zeros(n); block = torch.zeros(1, dtype=torch.int32)
+    scaled_copy[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, y, block, n)
+    print(block.item(), (y - 2 * x).abs().max().item())
 """, tmp_path)
-    block, n, err = out.split()
-    assert (block, n, float(err)) == ("16", "1", 0.0)
+    assert [float(v) for v in out.split()] == [16, 0.0, 16, 0.0]
 
 
 def test_bf16_arithmetic_is_arithmetic_on_the_values(tmp_path):
@@ -157,6 +158,18 @@ to_bf16[(1,)](x, y, z, 4)
 print(y.float().tolist() == [1 + 2 * u, 1.0, 1 + 4 * u, -(1 + 2 * u)], torch.equal(y, z))
 """, tmp_path)
     assert out.split() == ["True", "True"]
+
+
+def test_enable_twice_with_another_setting_is_refused(tmp_path):
+    out = run("""
+try:
+    ti.enable(configs="all")
+except RuntimeError as e:
+    print("refused:", e)
+ti.enable()
+print(ti.enabled())
+""", tmp_path)
+    assert "refused:" in out and "already enabled" in out and out.strip().endswith("True")
 
 
 def test_enable_refuses_after_a_compiled_triton_import():

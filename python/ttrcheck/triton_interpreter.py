@@ -63,12 +63,12 @@ import sys
 __all__ = ["OutOfBounds", "enable", "enabled", "version_checked"]
 
 version_checked = "3.4.0"  # run with it (NumPy 1.26); 3.6.0's interpreter source has the same gaps
-_enabled = False
+_enabled = ()  # (check_bounds, configs) once enabled
 
 
 def enabled() -> bool:
     """True once :func:`enable` has run in this process."""
-    return _enabled
+    return bool(_enabled)
 
 
 class OutOfBounds(IndexError):
@@ -86,6 +86,9 @@ def enable(check_bounds: bool = True, configs: str = "first") -> None:
     if configs not in ("first", "all"):
         raise ValueError(f"ttrcheck.triton_interpreter.enable(): configs must be 'first' or 'all', not {configs!r}")
     if _enabled:
+        if _enabled != (check_bounds, configs):
+            raise RuntimeError(f"ttrcheck.triton_interpreter.enable(): already enabled with check_bounds, configs = "
+                               f"{_enabled}; a process has one setting")
         return
     if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("ttrcheck.triton_interpreter.enable(): Triton was imported before the interpreter was "
@@ -102,7 +105,7 @@ def enable(check_bounds: bool = True, configs: str = "first") -> None:
     _patch_bf16(interpreter)
     if check_bounds:
         _patch_bounds(interpreter)
-    _enabled = True
+    _enabled = (check_bounds, configs)
 
 
 def _patch_loop_indices(interpreter):
@@ -123,18 +126,18 @@ def _patch_loop_indices(interpreter):
 def _patch_autotuner(autotuner, configs):
     run = autotuner.Autotuner.run
 
-    def first_config_run(self, *args, **kwargs):
+    def untimed_run(self, *args, **kwargs):
+        # The autotuner's own loop, every configuration "timed" at 0 s, so min() keeps the
+        # first its pruning leaves, per tuning key; with configs="all" each one first runs
+        # once on the real arguments (its hooks restore them), as the benchmark does on a GPU.
         if configs == "all":
-            # The autotuner's own loop, each configuration run once and "timed" at 0 s:
-            # min() keeps the first. No disk cache (it fails on interpreted kernels).
             self._do_bench = lambda kernel_call, quantiles: (kernel_call(), [0.0, 0.0, 0.0])[1]
-            self.cache_results = False
-        elif len(self.configs) > 1:
-            self.nargs = dict(zip(self.arg_names, args))
-            self.configs = [self.prune_configs(kwargs)[0]]
+        else:
+            self._do_bench = lambda kernel_call, quantiles: [0.0, 0.0, 0.0]
+        self.cache_results = False  # Triton's disk cache fails on an interpreted kernel
         return run(self, *args, **kwargs)
 
-    autotuner.Autotuner.run = first_config_run
+    autotuner.Autotuner.run = untimed_run
 
 
 def _patch_bf16(interpreter):
