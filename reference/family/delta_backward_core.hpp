@@ -34,4 +34,13 @@ struct ChunkDeltaCore {
   }
 };
 
+// Which core a layer's chain rule runs around, and under which policy: a layer whose
+// own forward has a chunk form (the preconditioner) mirrors it around the chunk core.
+template <class Core>
+struct is_chunk_delta_core : std::false_type {};
+template <class P>
+struct is_chunk_delta_core<ChunkDeltaCore<P>> : std::true_type {
+  using policy = P;
+};
+
 }  // namespace ttr

@@ -10,6 +10,11 @@
 //      (FLA's initial_A_state) and dlog_atk_scale [H] (the centre c per head;
 //      meaningful when log_atk_scale is a tensor input);
 //   4. dk = dk (read) + dk_atk.
+// Around the chunk core (the kernels' form) step 1 is the chunk form of the
+// preconditioner (atk_chunk.hpp), as in the forward chunk form: a kernel's backward
+// reads the k̃ its forward made, and under decays near 0 (g_atk ≈ −69) that k̃ carries
+// the rounding of the chunk's cumulative log gates, e^{b_t − b_s} formed from two
+// running sums of size |b| (docs/validating-fla/failures.md, "precond stress").
 // Around the chunk core (the kernels' form) dg_atk is the reverse running sum of the
 // log-gate gradients, as FLA's chunk_atk_bwd forms it; around the sequential adjoint
 // (the oracle's) it is formed directly (atk_backward.hpp says why it matters at t = 0).
@@ -19,6 +24,7 @@
 #include <utility>
 
 #include "reference/family/atk_backward.hpp"
+#include "reference/family/atk_chunk.hpp"
 #include "reference/family/delta_backward_core.hpp"
 #include "reference/family/precond_delta.hpp"
 
@@ -46,7 +52,11 @@ template <class T, class Core = SequentialDeltaCore>
 void precond_delta_backward(const PrecondDelta<T>& a, const PrecondDeltaCotangents<T>& cot, PrecondDeltaGrads<T>& g,
                             const Core& core = {}) {
   Tensor<T> k_tilde, A_final, dk_atk;
-  atk_write_keys(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, k_tilde, A_final);
+  if constexpr (is_chunk_delta_core<Core>::value)
+    atk_write_keys_chunk<typename is_chunk_delta_core<Core>::policy>(a.k, a.g_atk, a.beta_atk, a.center, a.A0,
+                                                                      a.log_x, a.eps, core.chunk, k_tilde, A_final);
+  else
+    atk_write_keys(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, k_tilde, A_final);
   DeltaGrads<T> gr;
   core(a.decay, a.q, a.k, k_tilde, a.v, a.beta, &a.g, a.h0, a.scale, cot.o, cot.ht, gr);
   constexpr DgAtk route = std::is_same_v<Core, SequentialDeltaCore> ? DgAtk::direct : DgAtk::reverse_sum;
