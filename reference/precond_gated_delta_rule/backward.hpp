@@ -14,13 +14,12 @@
 // preconditioner (atk_chunk.hpp), as in the forward chunk form: a kernel's backward
 // reads the k̃ its forward made, and under decays near 0 (g_atk ≈ −69) that k̃ carries
 // the rounding of the chunk's cumulative log gates, e^{b_t − b_s} formed from two
-// running sums of size |b| (docs/validating-fla/failures.md, "precond stress").
+// running sums of size |b| (docs/validating-fla/failures.md, "The preconditioned ops, fp32 stress").
 // Around the chunk core (the kernels' form) dg_atk is the reverse running sum of the
 // log-gate gradients, as FLA's chunk_atk_bwd forms it; around the sequential adjoint
 // (the oracle's) it is formed directly (atk_backward.hpp says why it matters at t = 0).
 #pragma once
 
-#include <type_traits>
 #include <utility>
 
 #include "reference/family/atk_backward.hpp"
@@ -59,7 +58,7 @@ void precond_delta_backward(const PrecondDelta<T>& a, const PrecondDeltaCotangen
     atk_write_keys(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, k_tilde, A_final);
   DeltaGrads<T> gr;
   core(a.decay, a.q, a.k, k_tilde, a.v, a.beta, &a.g, a.h0, a.scale, cot.o, cot.ht, gr);
-  constexpr DgAtk route = std::is_same_v<Core, SequentialDeltaCore> ? DgAtk::direct : DgAtk::reverse_sum;
+  constexpr DgAtk route = is_chunk_delta_core<Core>::value ? DgAtk::reverse_sum : DgAtk::direct;
   atk_write_keys_backward(a.k, a.g_atk, a.beta_atk, a.center, a.A0, a.log_x, a.eps, gr.dw, cot.A_final, dk_atk,
                           g.dg_atk, g.dbeta_atk, g.dA0, g.dlog_atk_scale, route);
   add_into(gr.dk, dk_atk);
