@@ -118,8 +118,9 @@ void set_smem(Kern kernel, std::size_t bytes) {
 
 template <class E, Decay D, int BV>
 void launch_dstate(const Args<E>& a, const Work& w, unsigned BH, cudaStream_t stream) {
-  const int stages =
-      chunk_bwd::dstate_smem<E, D>(a.s, BV, 2) <= static_cast<std::size_t>(max_smem_optin()) ? 2 : 1;
+  // As many stages (up to 3) as shared memory holds: bf16 at K = V = 128 has 3, fp32 1.
+  const auto fits = [&](int n) { return chunk_bwd::dstate_smem<E, D>(a.s, BV, n) <= std::size_t(max_smem_optin()); };
+  const int stages = fits(3) ? 3 : fits(2) ? 2 : 1;
   const std::size_t sm = chunk_bwd::dstate_smem<E, D>(a.s, BV, stages);
   set_smem(chunk_bwd::dstate_pass<E, D, BV>, sm);
   chunk_bwd::dstate_pass<E, D, BV><<<dim3(a.s.V / BV, BH), 2 * a.s.K, sm, stream>>>(a, w, stages);

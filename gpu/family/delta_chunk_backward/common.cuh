@@ -197,15 +197,24 @@ __device__ inline void mma16_wb(Unit& acc, const E* A, int lda, int m0, const Wi
 
 // ---------------------------------------------------------------- tiles
 // rows × cols of fp32 states (row stride `stride`) narrowed into an E tile: the
-// chunk-initial state as an operand, narrow(S_0) (the forward's h_n).
+// chunk-initial state as an operand, narrow(S_0) (the forward's h_n). Eight
+// vectors a thread are loaded before any is stored, so that their latencies
+// overlap (a 64 × 128 tile is eight a thread at 256 threads).
 template <class E>
 __device__ inline void load_narrowed(E* dst, int ld, const float* src, std::int64_t stride, int rows, int cols) {
-  const int vecs = cols / 4;
-  for (int i = threadIdx.x; i < rows * vecs; i += blockDim.x) {
-    const int r = i / vecs, c = (i % vecs) * 4;
-    const float4 x = *reinterpret_cast<const float4*>(src + r * stride + c);
-    st_pair(dst + r * ld + c, x.x, x.y);
-    st_pair(dst + r * ld + c + 2, x.z, x.w);
+  constexpr int kBatch = 8;
+  for (TileWalk i(cols / 4); i.r < rows;) {
+    float4 x[kBatch];
+    int r[kBatch], c[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      r[u] = i.r, c[u] = 4 * i.c;
+      if (i.r < rows) x[u] = *reinterpret_cast<const float4*>(src + r[u] * stride + c[u]);
+      i.next();
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (r[u] < rows) st_pair(dst + r[u] * ld + c[u], x[u].x, x[u].y), st_pair(dst + r[u] * ld + c[u] + 2, x[u].z, x[u].w);
   }
 }
 

@@ -10,8 +10,12 @@
 //   dH = narrow(dS)                      (dS_end as an operand, stored: FLA's dh)
 //   dΔ = narrow(scale·Mᵀ dO + (W ⊙ e^{b_last − b}) dH)       (stored: FLA's dv2)
 //   dS ← Diag(e^{b_last}) dS + scale·(Q ⊙ e^{b})ᵀ dO − Wᵀ dΔ  (dS_0, the next chunk's dS_end)
-// and at the end dh0 = dS. Barriers: two per chunk; the next chunk's tiles load
-// by cp.async while this one computes where shared memory allows two stages.
+// and at the end dh0 = dS. Barriers: two per chunk. The tiles of the next
+// stages − 1 chunks load by cp.async while this one computes, so a chunk's
+// loads have stages − 1 chunks of compute to land in: the pass has one block a
+// multiprocessor, and its W, W ⊙ e^{b_last−b}, Q ⊙ e^b (a head's are 12 MB at
+// T = 16384, the batch's beyond L2) come from HBM. Three stages where shared
+// memory holds them (bf16 at K = V = 128: 215 424 bytes), else two, else one.
 #pragma once
 
 #include "gpu/family/delta_chunk_backward/common.cuh"
@@ -62,7 +66,7 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
   const float* Gg = w.fwd.G + wbase * s.Kg;
   const int len = s.len(b), NT = s.chunks(b);  // this sequence's chunks (varlen)
   auto prefetch = [&](int n) {
-    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n & (stages - 1);
+    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n % stages;
     const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
     load_rows_async(at(Wb0, buf), ldk, Wg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
     load_rows_async(at(WDb0, buf), ldk, WDg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
@@ -108,12 +112,15 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
   // mutant dv-state-gradient-late: dΔ's state term reads the following chunk's dH
   // (zero for the last chunk), re-read from global where this lane stored it.
   const bool dv_late = mutated(a.mutant, Mutant::dv_state_gradient_late);
+  // Three stages: one group committed per chunk ahead (empty past chunk 0), so that
+  // waiting for all but the newest group is waiting for this chunk's.
   if (first >= 0) {
     prefetch(first);
+    if (stages == 3) first > 0 ? prefetch(first - 1) : cp_async_commit();
     load_state(first);
   }
   for (int n = first; n >= 0; --n) {
-    const int t0 = n * kChunk, buf = n & (stages - 1);
+    const int t0 = n * kChunk, buf = n % stages;
     // rowdot_i = Σ_j dS_ij S_0,ij over this tile's columns (fp32 × fp32), in a fixed order.
     if constexpr (D != Decay::none) {
       float p0 = 0.0f, p1 = 0.0f;
@@ -152,8 +159,10 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
           st_pair(dse + r1 * ldb + col, dS[u][j][2], dS[u][j][3]);
         }
       }
-    cp_async_wait<0>();
-    __syncthreads();  // chunk n's tiles and dH visible; the other buffer free
+    if (stages == 3) cp_async_wait<1>();
+    else cp_async_wait<0>();
+    __syncthreads();  // chunk n's tiles and dH visible; chunk n + 1's buffer free
+    if (stages == 3) n > 1 ? prefetch(n - 2) : cp_async_commit();
     if (stages == 2 && n > 0) prefetch(n - 1);
     const E* Wt = at(Wb0, buf);
     const E* WDt = at(WDb0, buf);
