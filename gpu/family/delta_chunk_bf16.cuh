@@ -291,6 +291,11 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
         float* Hn = static_cast<float*>(work.Hs) + hn;
         *reinterpret_cast<float2*>(Hn + static_cast<std::int64_t>(r0) * V + col) = make_float2(S[nt][0], S[nt][1]);
         *reinterpret_cast<float2*>(Hn + static_cast<std::int64_t>(r1) * V + col) = make_float2(S[nt][2], S[nt][3]);
+        if (work.Hn) {
+          bf16* Hb = static_cast<bf16*>(work.Hn) + hn;
+          st2(Hb + static_cast<std::int64_t>(r0) * V + col, lo);
+          st2(Hb + static_cast<std::int64_t>(r1) * V + col, hi);
+        }
       } else {
         bf16* Hn = static_cast<bf16*>(work.Hs) + hn;
         st2(Hn + static_cast<std::int64_t>(r0) * V + col, lo);

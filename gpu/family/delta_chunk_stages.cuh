@@ -45,6 +45,8 @@ struct Work {
   void* WD;            // E [BH][Tp][K]     write keys decayed to the chunk end, narrow(w ⊙ e^{b_last − b})
   void* Tn = nullptr;  // optional E [BH][NT][64][64]: the narrowed UT inverse T = (I + A)⁻¹
   bool states_f32 = false;  // store the running fp32 state S itself (the backward's db_last term reads it)
+  void* Hn = nullptr;       // with states_f32 in bf16: narrow(S) as well, [BH][NT][K][V] (the backward's
+                            // dqkwg operand, the bits it would narrow from Hs itself)
 };
 
 // Stage 1 (ut_transform, grid chunks × B·H) and stage 2 (state_pass, grid V-tiles

@@ -196,28 +196,6 @@ __device__ inline void mma16_wb(Unit& acc, const E* A, int lda, int m0, const Wi
 }
 
 // ---------------------------------------------------------------- tiles
-// rows × cols of fp32 states (row stride `stride`) narrowed into an E tile: the
-// chunk-initial state as an operand, narrow(S_0) (the forward's h_n). Eight
-// vectors a thread are loaded before any is stored, so that their latencies
-// overlap (a 64 × 128 tile is eight a thread at 256 threads).
-template <class E>
-__device__ inline void load_narrowed(E* dst, int ld, const float* src, std::int64_t stride, int rows, int cols) {
-  constexpr int kBatch = 8;
-  for (TileWalk i(cols / 4); i.r < rows;) {
-    float4 x[kBatch];
-    int r[kBatch], c[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      r[u] = i.r, c[u] = 4 * i.c;
-      if (i.r < rows) x[u] = *reinterpret_cast<const float4*>(src + r[u] * stride + c[u]);
-      i.next();
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-      if (r[u] < rows) st_pair(dst + r[u] * ld + c[u], x[u].x, x[u].y), st_pair(dst + r[u] * ld + c[u] + 2, x[u].z, x[u].w);
-  }
-}
-
 // β of a chunk row as the forward uses it (ut_transform): narrowed; Kaczmarz
 // β̃ = narrow(β / (‖k‖² + eps)), ‖k‖² in fp32 in coordinate order from the key
 // as stored (the same operations, so the same bits).
