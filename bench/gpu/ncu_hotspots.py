@@ -18,37 +18,47 @@ import sys
 
 
 def source_hotspots(path, top):
-    """Rows of `ncu --page source --csv`: per kernel, a 'Function Name' row, a
-    header row, then one row per source line (the layout varies between ncu
-    versions, so columns are found by name)."""
+    """Rows of `ncu --page source --print-source cuda --csv`: per kernel a
+    'Function Name' row, per source file a 'File Path' row, a header row (its line
+    column 'Line No' or '#', a 'Source' column, the metrics), then one row per
+    source line (rows with an empty line number are SASS under the line before:
+    skipped). Columns are found by name: the layout varies between ncu versions."""
     out = {}
-    kernel, header = None, None
+    kernel, file, header = None, None, None
     with open(path, newline="", errors="replace") as f:
         for row in csv.reader(f):
             if not row:
                 continue
-            if row[0].strip('"') in ("Function Name", "Kernel Name") and len(row) > 1:
+            head = row[0].strip().strip('"')
+            if head in ("Function Name", "Kernel Name") and len(row) > 1:
                 kernel, header = row[1], None
                 continue
-            if any("Warp Stall Sampling (All" in c for c in row):
-                header = row
+            if head == "File Path" and len(row) > 1:
+                file, header = row[1], None
                 continue
-            if header is None or kernel is None or len(row) != len(header):
+            if "Source" in row and any(c.startswith("Warp Stall Sampling (All") for c in row):
+                header = {name: i for i, name in reversed(list(enumerate(row)))}  # first of repeated names
                 continue
-            rec = dict(zip(header, row))
-            samples = next((rec[c] for c in header if c.startswith("Warp Stall Sampling (All")), "0")
+            if header is None or kernel is None:
+                continue
+            line_col = header.get("Line No", header.get("#", header.get("# Line", 0)))
+            stall_col = next(i for n, i in header.items() if n.startswith("Warp Stall Sampling (All"))
+            if max(line_col, stall_col) >= len(row) or not row[line_col].strip().isdigit():
+                continue
             try:
-                n = float(samples.replace(",", "") or 0)
+                n = float(row[stall_col].replace(",", "").strip() or 0)
             except ValueError:
                 continue
-            line = rec.get("# Line", rec.get("Line", rec.get("#", "?")))
-            text = rec.get("Source", "")
-            out.setdefault(kernel, []).append((n, line, text.strip()))
+            text = row[header["Source"]].strip() if header["Source"] < len(row) else ""
+            where = f"{(file or '?').rsplit('/', 1)[-1]}:{row[line_col].strip()}"
+            out.setdefault(kernel, []).append((n, where, text))
+    if not out:
+        print("(no source rows with warp-stall samples found)")
     for kernel, rows in out.items():
         total = sum(r[0] for r in rows) or 1.0
         print(f"== {kernel[:110]}\n   warp-stall samples by source line (top {top}, {total:.0f} in all)")
-        for n, line, text in sorted(rows, key=lambda r: -r[0])[:top]:
-            print(f"   {100 * n / total:5.1f}%  {line:>5}  {text[:110]}")
+        for n, where, text in sorted(rows, key=lambda r: -r[0])[:top]:
+            print(f"   {100 * n / total:5.1f}%  {where:>24}  {text[:100]}")
 
 
 def stall_reasons(path, top=12):
