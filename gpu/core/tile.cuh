@@ -3,6 +3,7 @@
 // the rows of a 64 × 128 bf16 tile do not all start in the same bank.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include "gpu/core/numeric.cuh"
@@ -40,12 +41,13 @@ struct SmemArena {
 struct TileWalk {
   int r, c;
   const int vecs, dr, dc;
+  // vecs_ = 0 (a tile narrower than one vector) walks nothing, as the loop it replaces.
   __device__ explicit TileWalk(int vecs_)
-      : r(static_cast<int>(threadIdx.x) / vecs_),
-        c(static_cast<int>(threadIdx.x) % vecs_),
+      : r(vecs_ > 0 ? static_cast<int>(threadIdx.x) / vecs_ : INT_MAX),
+        c(vecs_ > 0 ? static_cast<int>(threadIdx.x) % vecs_ : 0),
         vecs(vecs_),
-        dr(static_cast<int>(blockDim.x) / vecs_),
-        dc(static_cast<int>(blockDim.x) % vecs_) {}
+        dr(vecs_ > 0 ? static_cast<int>(blockDim.x) / vecs_ : 0),
+        dc(vecs_ > 0 ? static_cast<int>(blockDim.x) % vecs_ : 0) {}
   __device__ void next() {
     r += dr, c += dc;
     if (c >= vecs) c -= vecs, ++r;
