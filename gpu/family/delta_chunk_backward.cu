@@ -35,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
@@ -119,14 +120,23 @@ void set_smem(Kern kernel, std::size_t bytes) {
                                       cudaSharedmemCarveoutMaxShared));
 }
 
-template <class E, Decay D, int BV>
+// K = V = 128 (the production heads) as a compile-time constant for dstate_pass,
+// dqkwg and wy: their loops over K and V unroll and their tile addressing folds
+// into constants; any other K, V runs the same code with run-time bounds.
+template <class F>
+void with_static_kv(const chunk::Shape& s, F&& f) {
+  if (s.K == 128 && s.V == 128) f(std::integral_constant<int, 128>{});
+  else f(std::integral_constant<int, 0>{});
+}
+
+template <class E, Decay D, int BV, int KV>
 void launch_dstate(const Args<E>& a, const Work& w, unsigned BH, cudaStream_t stream) {
   // As many stages (up to 3) as shared memory holds: bf16 at K = V = 128 has 3, fp32 1.
   const auto fits = [&](int n) { return chunk_bwd::dstate_smem<E, D>(a.s, BV, n) <= std::size_t(max_smem_optin()); };
   const int stages = fits(3) ? 3 : fits(2) ? 2 : 1;
   const std::size_t sm = chunk_bwd::dstate_smem<E, D>(a.s, BV, stages);
-  set_smem(chunk_bwd::dstate_pass<E, D, BV>, sm);
-  chunk_bwd::dstate_pass<E, D, BV><<<dim3(a.s.V / BV, BH), 2 * a.s.K, sm, stream>>>(a, w, stages);
+  set_smem(chunk_bwd::dstate_pass<E, D, BV, KV>, sm);
+  chunk_bwd::dstate_pass<E, D, BV, KV><<<dim3(a.s.V / BV, BH), 2 * a.s.K, sm, stream>>>(a, w, stages);
 }
 
 template <class E, Decay D>
@@ -187,18 +197,26 @@ void launch(const DeltaBackwardArgs& x) {
     chunk_bwd::prep<E, D><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm3, stream>>>(a, w);
     TTR_CUDA_CHECK_LAUNCH("chunk backward prep");
     timer.mark(3);
-    if (BV == 32) launch_dstate<E, D, 32>(a, w, BH, stream);
-    else launch_dstate<E, D, 16>(a, w, BH, stream);
+    with_static_kv(s, [&](auto kv) {
+      if (BV == 32) launch_dstate<E, D, 32, decltype(kv)::value>(a, w, BH, stream);
+      else launch_dstate<E, D, 16, decltype(kv)::value>(a, w, BH, stream);
+    });
     TTR_CUDA_CHECK_LAUNCH("chunk backward dstate_pass");
     timer.mark(4);
     const std::size_t sm5 = chunk_bwd::dqkwg_smem<E, D>(s);
-    set_smem(chunk_bwd::dqkwg<E, D>, sm5);
-    chunk_bwd::dqkwg<E, D><<<dim3(NKB, s.NT, BH), chunk_bwd::kThreads, sm5, stream>>>(a, w);
+    with_static_kv(s, [&](auto kv) {
+      constexpr int KV = decltype(kv)::value;
+      set_smem(chunk_bwd::dqkwg<E, D, KV>, sm5);
+      chunk_bwd::dqkwg<E, D, KV><<<dim3(NKB, s.NT, BH), chunk_bwd::kThreads, sm5, stream>>>(a, w);
+    });
     TTR_CUDA_CHECK_LAUNCH("chunk backward dqkwg");
     timer.mark(5);
     const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s);
-    set_smem(chunk_bwd::wy<E, D>, sm6);
-    chunk_bwd::wy<E, D><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
+    with_static_kv(s, [&](auto kv) {
+      constexpr int KV = decltype(kv)::value;
+      set_smem(chunk_bwd::wy<E, D, KV>, sm6);
+      chunk_bwd::wy<E, D, KV><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
+    });
     TTR_CUDA_CHECK_LAUNCH("chunk backward wy");
     if (D != Decay::none && mutated(x.mutant, Mutant::dg_revcumsum_not_reset)) {
       dg_carry_across_chunks<<<BH, s.Kg, 0, stream>>>(a.out.dg, s);

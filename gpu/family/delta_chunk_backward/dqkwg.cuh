@@ -49,18 +49,20 @@ inline std::size_t dqkwg_smem(const Shape& s) {
   return b;
 }
 
-template <class E, Decay D>
+// KV: K = V = KV known at compile time (0: the shape's, at run time).
+template <class E, Decay D, int KV = 0>
 __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int KB = dqkwg_kb<E>(), NI = KB / 32;  // 64 × KB output: NI units per warp
   constexpr int ldq = padded_ld<E>(KB), ldc = padded_ld<E>(kChunk), ldp = padded_ld<float>(kChunk);
   constexpr int ldf = padded_ld<float>(KB);
   const Shape& s = a.s;
-  const int kbi = blockIdx.x, kb0 = kbi * KB, kw = min(KB, s.K - kb0);
+  const int K = KV ? KV : s.K, V = KV ? KV : s.V;
+  const int kbi = blockIdx.x, kb0 = kbi * KB, kw = min(KB, K - kb0);
   const int n = blockIdx.y, bh = blockIdx.z, b = bh / s.H, h = bh % s.H;
   const int t0 = n * kChunk, len = s.len(b);
   if (t0 >= len) return;  // past this sequence's end (varlen)
-  const int c = min(kChunk, len - t0), K = s.K, V = s.V, ldv = padded_ld<E>(V);
+  const int c = min(kChunk, len - t0), ldv = padded_ld<E>(V);
   const Lane L = lane_of();
   const int m0 = 16 * (L.warp % 4), half = L.warp / 4, strip = L.warp % 4;
   SmemArena arena{smem};

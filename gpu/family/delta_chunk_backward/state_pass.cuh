@@ -33,13 +33,14 @@ inline std::size_t dstate_smem(const Shape& s, int bv, int stages) {
   return tile_bytes<E>(s.K, bv) + tile_bytes<E>(kChunk, bv) + stages * dstate_stage_bytes<E, D>(s, bv);
 }
 
-template <class E, Decay D, int BV>
+// KV: K = V = KV known at compile time (0: the shape's, at run time).
+template <class E, Decay D, int BV, int KV = 0>
 __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int NU = BV / 16;  // 16-column units of the tile
   const Shape& s = a.s;
   const int tile = blockIdx.x, j0 = tile * BV, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
-  const int K = s.K, V = s.V, ldk = padded_ld<E>(K), ldb = padded_ld<E>(BV);
+  const int K = KV ? KV : s.K, V = KV ? KV : s.V, ldk = padded_ld<E>(K), ldb = padded_ld<E>(BV);
   constexpr int ldm = padded_ld<E>(kChunk);
   const Lane L = lane_of();
   const int warps = blockDim.x / 32, r0 = 16 * L.warp + L.g, r1 = r0 + 8;

@@ -51,7 +51,8 @@ inline std::size_t wy_smem(const Shape& s) {
          tile_bytes<float>(1, 10 * kChunk);
 }
 
-template <class E, Decay D>
+// KV: K = V = KV known at compile time (0: the shape's, at run time).
+template <class E, Decay D, int KV = 0>
 __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int ldc = padded_ld<E>(kChunk), ldp = padded_ld<float>(kChunk);
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   const int n = blockIdx.x, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
   const int t0 = n * kChunk, len = s.len(b);
   if (t0 >= len) return;  // past this sequence's end (varlen)
-  const int c = min(kChunk, len - t0), K = s.K, V = s.V;
+  const int c = min(kChunk, len - t0), K = KV ? KV : s.K, V = KV ? KV : s.V;
   const int ldk = padded_ld<E>(K), ldv = padded_ld<E>(V), ldf = padded_ld<float>(K);
   const Lane L = lane_of();
   const int m0 = 16 * (L.warp % 4), half = L.warp / 4, strip = L.warp % 4;
