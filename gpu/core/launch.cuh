@@ -11,12 +11,23 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "gpu/core/check.cuh"
 
 namespace ttr::gpu {
+
+// K = V = 128 (the production heads) as a compile-time constant for the chunk
+// kernels that take a KV parameter: f(std::integral_constant<int, 128>) there, else
+// f(std::integral_constant<int, 0>) (K and V at run time, the same code). With the
+// constant their loops over K and V unroll and their tile addressing folds.
+template <class F>
+void with_static_kv(int K, int V, F&& f) {
+  if (K == 128 && V == 128) f(std::integral_constant<int, 128>{});
+  else f(std::integral_constant<int, 0>{});
+}
 
 inline int max_smem_optin() {
   int device = 0, bytes = 0;

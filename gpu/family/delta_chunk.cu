@@ -434,9 +434,12 @@ void stage1(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
   const E* beta = static_cast<const E*>(a.beta);
   if constexpr (std::is_same_v<E, __nv_bfloat16>) {
     const std::size_t sm1 = bf16k::ut_smem(s, w != nullptr);
-    set_smem(bf16k::ut_transform<D>, sm1);
-    bf16k::ut_transform<D><<<dim3(s.NT, BH), kThreads, sm1, stream>>>(s, k, w, v, beta, a.g, a.kaczmarz,
-                                                                       a.kaczmarz_eps, work);
+    with_static_kv(s.K, s.V, [&](auto kv) {
+      constexpr int KV = decltype(kv)::value;
+      set_smem(bf16k::ut_transform<D, KV>, sm1);
+      bf16k::ut_transform<D, KV><<<dim3(s.NT, BH), kThreads, sm1, stream>>>(s, k, w, v, beta, a.g, a.kaczmarz,
+                                                                             a.kaczmarz_eps, work);
+    });
   } else {
     const std::size_t sm1 = ut_smem<E>(s, w != nullptr);
     set_smem(ut_transform_kernel<E, D>, sm1);
@@ -459,19 +462,22 @@ void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
       const char* e = std::getenv("TTR_GPU_STATE_BV");
       return e && std::string(e) == "32";
     }();
-    if (work.states_f32) {
-      const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
-      set_smem(bf16k::state_pass<D, 16, true>, sm2);
-      bf16k::state_pass<D, 16, true><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
-    } else if (wide && a.V % 32 == 0) {
-      const std::size_t sm2 = bf16k::state_smem<D>(s, 32);
-      set_smem(bf16k::state_pass<D, 32>, sm2);
-      bf16k::state_pass<D, 32><<<dim3(a.V / 32, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
-    } else {
-      const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
-      set_smem(bf16k::state_pass<D, 16>, sm2);
-      bf16k::state_pass<D, 16><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
-    }
+    with_static_kv(s.K, s.V, [&](auto kv) {
+      constexpr int KV = decltype(kv)::value;
+      if (work.states_f32) {
+        const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
+        set_smem(bf16k::state_pass<D, 16, true, KV>, sm2);
+        bf16k::state_pass<D, 16, true, KV><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+      } else if (wide && a.V % 32 == 0) {
+        const std::size_t sm2 = bf16k::state_smem<D>(s, 32);
+        set_smem(bf16k::state_pass<D, 32, false, KV>, sm2);
+        bf16k::state_pass<D, 32, false, KV><<<dim3(a.V / 32, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+      } else {
+        const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
+        set_smem(bf16k::state_pass<D, 16, false, KV>, sm2);
+        bf16k::state_pass<D, 16, false, KV><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+      }
+    });
   } else {
     const int bv2 = 16;
     const int smem_max = max_smem_optin();
@@ -492,8 +498,11 @@ void stage3(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
   const E* wkey = static_cast<const E*>(a.w ? a.w : a.k);
   if constexpr (std::is_same_v<E, __nv_bfloat16>) {
     const std::size_t sm3 = bf16k::output_smem(s);
-    set_smem(bf16k::output<D>, sm3);
-    bf16k::output<D><<<dim3(s.NT, BH), kThreads, sm3, stream>>>(s, q, wkey, a.scale, static_cast<E*>(a.o), work);
+    with_static_kv(s.K, s.V, [&](auto kv) {
+      constexpr int KV = decltype(kv)::value;
+      set_smem(bf16k::output<D, KV>, sm3);
+      bf16k::output<D, KV><<<dim3(s.NT, BH), kThreads, sm3, stream>>>(s, q, wkey, a.scale, static_cast<E*>(a.o), work);
+    });
   } else {
     const int bv3 = a.V % 64 == 0 ? 64 : (a.V % 32 == 0 ? 32 : 16);
     const std::size_t sm3 = output_smem<E>(s, bv3);

@@ -35,7 +35,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
@@ -120,15 +119,6 @@ void set_smem(Kern kernel, std::size_t bytes) {
                                       cudaSharedmemCarveoutMaxShared));
 }
 
-// K = V = 128 (the production heads) as a compile-time constant for dstate_pass,
-// dqkwg and wy: their loops over K and V unroll and their tile addressing folds
-// into constants; any other K, V runs the same code with run-time bounds.
-template <class F>
-void with_static_kv(const chunk::Shape& s, F&& f) {
-  if (s.K == 128 && s.V == 128) f(std::integral_constant<int, 128>{});
-  else f(std::integral_constant<int, 0>{});
-}
-
 template <class E, Decay D, int BV, int KV>
 void launch_dstate(const Args<E>& a, const Work& w, unsigned BH, cudaStream_t stream) {
   // As many stages (up to 3) as shared memory holds: bf16 at K = V = 128 has 3, fp32 1.
@@ -197,14 +187,14 @@ void launch(const DeltaBackwardArgs& x) {
     chunk_bwd::prep<E, D><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm3, stream>>>(a, w);
     TTR_CUDA_CHECK_LAUNCH("chunk backward prep");
     timer.mark(3);
-    with_static_kv(s, [&](auto kv) {
+    with_static_kv(s.K, s.V, [&](auto kv) {
       if (BV == 32) launch_dstate<E, D, 32, decltype(kv)::value>(a, w, BH, stream);
       else launch_dstate<E, D, 16, decltype(kv)::value>(a, w, BH, stream);
     });
     TTR_CUDA_CHECK_LAUNCH("chunk backward dstate_pass");
     timer.mark(4);
     const std::size_t sm5 = chunk_bwd::dqkwg_smem<E, D>(s);
-    with_static_kv(s, [&](auto kv) {
+    with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
       set_smem(chunk_bwd::dqkwg<E, D, KV>, sm5);
       chunk_bwd::dqkwg<E, D, KV><<<dim3(NKB, s.NT, BH), chunk_bwd::kThreads, sm5, stream>>>(a, w);
@@ -212,7 +202,7 @@ void launch(const DeltaBackwardArgs& x) {
     TTR_CUDA_CHECK_LAUNCH("chunk backward dqkwg");
     timer.mark(5);
     const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s);
-    with_static_kv(s, [&](auto kv) {
+    with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
       set_smem(chunk_bwd::wy<E, D, KV>, sm6);
       chunk_bwd::wy<E, D, KV><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);

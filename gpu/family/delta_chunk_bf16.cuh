@@ -29,7 +29,8 @@ __device__ inline void st2(bf16* p, unsigned x) { *reinterpret_cast<unsigned*>(p
 __device__ inline unsigned ld2(const bf16* p) { return *reinterpret_cast<const unsigned*>(p); }
 
 // ---------------------------------------------------------------- stage 1
-template <Decay D>
+// KV (here and below): K = V = KV known at compile time (0: the shape's, at run time).
+template <Decay D, int KV = 0>
 __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __restrict__ k,
                                                          const bf16* __restrict__ w, const bf16* __restrict__ v,
                                                          const bf16* __restrict__ beta, const float* __restrict__ g,
@@ -39,7 +40,7 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
   const int t0 = n * kChunk, len = s.len(b);
   if (t0 >= len) return;  // past this sequence's end (varlen)
   const int c = min(kChunk, len - t0);
-  const int K = s.K, V = s.V, ldk = padded_ld<bf16>(K), ldv = padded_ld<bf16>(V);
+  const int K = KV ? KV : s.K, V = KV ? KV : s.V, ldk = padded_ld<bf16>(K), ldv = padded_ld<bf16>(V);
   constexpr int ldc = padded_ld<bf16>(kChunk), lda = padded_ld<float>(kChunk);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, qd = lane % 4;
   SmemArena arena{smem};
@@ -223,13 +224,13 @@ inline std::size_t ut_smem(const Shape& s, bool separate_w) {
 // 16w .. 16w+15 as mma accumulators (S never leaves registers until ht).
 // kF32States: the stored chunk-initial states are S itself in fp32 (for the
 // backward, delta_chunk_stages.cuh), not its narrowed operand.
-template <Decay D, int BV, bool kF32States = false>
+template <Decay D, int BV, bool kF32States = false, int KV = 0>
 __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __restrict__ h0,
                                                        float* __restrict__ ht, Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int NT8 = BV / 8, ldb = padded_ld<bf16>(BV);
   const int j0 = blockIdx.x * BV, bh = blockIdx.y;
-  const int K = s.K, V = s.V, ldk = padded_ld<bf16>(K);
+  const int K = KV ? KV : s.K, V = KV ? KV : s.V, ldk = padded_ld<bf16>(K);
   const int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32, gq = lane / 4, qd = lane % 4;
   const int r0 = 16 * warp + gq, r1 = r0 + 8;
   // Gates per chunk: only b_last is needed (scalar: the aligned last 4 floats).
@@ -366,7 +367,7 @@ std::size_t state_smem(const Shape& s, int bv) {
 
 // ---------------------------------------------------------------- stage 3
 // Block: one chunk of one head, all V columns; warp w: rows 16·(w % 4).., half w / 4.
-template <Decay D>
+template <Decay D, int KV = 0>
 __global__ void __launch_bounds__(kThreads) output(Shape s, const bf16* __restrict__ q,
                                                    const bf16* __restrict__ wkey, float scale, bf16* __restrict__ o,
                                                    Work work) {
@@ -375,7 +376,7 @@ __global__ void __launch_bounds__(kThreads) output(Shape s, const bf16* __restri
   const int t0 = n * kChunk, len = s.len(b);
   if (t0 >= len) return;  // past this sequence's end (varlen)
   const int c = min(kChunk, len - t0);
-  const int K = s.K, V = s.V, ldk = padded_ld<bf16>(K), ldv = padded_ld<bf16>(V), Kg = s.Kg;
+  const int K = KV ? KV : s.K, V = KV ? KV : s.V, ldk = padded_ld<bf16>(K), ldv = padded_ld<bf16>(V), Kg = s.Kg;
   constexpr int ldc = padded_ld<bf16>(kChunk);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, qd = lane % 4;
   const int m0 = 16 * (warp % 4), half = warp / 4, ta = m0 + gq, tb = ta + 8;
