@@ -99,9 +99,9 @@ __device__ inline void cp_async_wait() {
 // load_rows, asynchronously (padding rows are zeroed by ordinary stores). Where the
 // block's threads are a multiple of the row's vectors (256 threads, 8 or 16 vectors
 // a row: every tile of the chunk kernels), each thread keeps one column of vectors
-// and steps its two pointers by whole rows: ~8 instructions a vector, where the
-// walk's row and column arithmetic and 64-bit addressing took 21–28 (sm_90
-// disassembly of dstate_pass).
+// and steps its two pointers by whole rows: 11 instructions a vector (3 of them the
+// no-op LDS the compiler puts before each LDGSTS), where the walk's row and column
+// arithmetic and 64-bit addressing took 21–28 (sm_90 disassembly of dstate_pass).
 template <class E>
 __device__ void load_rows_async(E* dst, int ld, const E* src, std::int64_t stride, int rows, int valid, int cols) {
   constexpr int per = 16 / sizeof(E);
