@@ -24,32 +24,34 @@ def source_hotspots(path, top):
     source line (rows with an empty line number are SASS under the line before:
     skipped). Columns are found by name: the layout varies between ncu versions."""
     out = {}
-    kernel, file, header = None, None, None
+    kernel, file, cols = None, None, None  # cols: (line, stall samples, source) of the header row
     with open(path, newline="", errors="replace") as f:
         for row in csv.reader(f):
             if not row:
                 continue
             head = row[0].strip().strip('"')
             if head in ("Function Name", "Kernel Name") and len(row) > 1:
-                kernel, header = row[1], None
+                kernel, cols = row[1], None
                 continue
             if head == "File Path" and len(row) > 1:
-                file, header = row[1], None
+                file, cols = row[1], None
                 continue
             if "Source" in row and any(c.startswith("Warp Stall Sampling (All") for c in row):
                 header = {name: i for i, name in reversed(list(enumerate(row)))}  # first of repeated names
+                line_col = header.get("Line No", header.get("#", header.get("# Line", 0)))
+                stall_col = next(i for n, i in header.items() if n.startswith("Warp Stall Sampling (All"))
+                cols = (line_col, stall_col, header["Source"])
                 continue
-            if header is None or kernel is None:
+            if cols is None or kernel is None:
                 continue
-            line_col = header.get("Line No", header.get("#", header.get("# Line", 0)))
-            stall_col = next(i for n, i in header.items() if n.startswith("Warp Stall Sampling (All"))
+            line_col, stall_col, source_col = cols
             if max(line_col, stall_col) >= len(row) or not row[line_col].strip().isdigit():
                 continue
             try:
                 n = float(row[stall_col].replace(",", "").strip() or 0)
             except ValueError:
                 continue
-            text = row[header["Source"]].strip() if header["Source"] < len(row) else ""
+            text = row[source_col].strip() if source_col < len(row) else ""
             where = f"{(file or '?').rsplit('/', 1)[-1]}:{row[line_col].strip()}"
             out.setdefault(kernel, []).append((n, where, text))
     if not out:
