@@ -121,12 +121,18 @@ void set_smem(Kern kernel, std::size_t bytes) {
 
 template <class E, Decay D, int BV, int KV>
 void launch_dstate(const Args<E>& a, const Work& w, unsigned BH, cudaStream_t stream) {
+  // Two warps a 16-row strip where the shape is known at compile time to fill them
+  // (bf16, K = V = 128, BV = 32: 16 warps in 217 600 bytes of shared memory with
+  // three stages, scalar gates), else one.
+  constexpr int SPLIT = sizeof(E) == 2 && KV == 128 && BV == 32 ? 2 : 1;
   // As many stages (up to 3) as shared memory holds: bf16 at K = V = 128 has 3, fp32 1.
-  const auto fits = [&](int n) { return chunk_bwd::dstate_smem<E, D>(a.s, BV, n) <= std::size_t(max_smem_optin()); };
+  const auto fits = [&](int n) {
+    return chunk_bwd::dstate_smem<E, D>(a.s, BV, n, SPLIT) <= std::size_t(max_smem_optin());
+  };
   const int stages = fits(3) ? 3 : fits(2) ? 2 : 1;
-  const std::size_t sm = chunk_bwd::dstate_smem<E, D>(a.s, BV, stages);
-  set_smem(chunk_bwd::dstate_pass<E, D, BV, KV>, sm);
-  chunk_bwd::dstate_pass<E, D, BV, KV><<<dim3(a.s.V / BV, BH), 2 * a.s.K, sm, stream>>>(a, w, stages);
+  const std::size_t sm = chunk_bwd::dstate_smem<E, D>(a.s, BV, stages, SPLIT);
+  set_smem(chunk_bwd::dstate_pass<E, D, BV, KV, SPLIT>, sm);
+  chunk_bwd::dstate_pass<E, D, BV, KV, SPLIT><<<dim3(a.s.V / BV, BH), SPLIT * 2 * a.s.K, sm, stream>>>(a, w, stages);
 }
 
 template <class E, Decay D>

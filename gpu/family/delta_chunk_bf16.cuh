@@ -279,33 +279,30 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
   if (NT > 0) prefetch(0);
   for (int n = 0; n < NT; ++n) {
     const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n & 1;
-    // h_n = narrow(S): the chunk-initial state as an operand, here and stored.
-    // (hs was last read by the previous step's Δ product, before its second barrier.)
+    // h_n = narrow(S): the chunk-initial state as an operand, here, and stored from
+    // this tile after the barrier. (hs was last read by the previous step's Δ
+    // product, before its second barrier.) The fp32 states of the backward go out
+    // from the accumulators: a quad of lanes writes 32 whole bytes of a row.
     const std::int64_t hn = hbase + static_cast<std::int64_t>(n) * K * V;
 #pragma unroll
     for (int nt = 0; nt < NT8; ++nt) {
       const int col = 8 * nt + 2 * qd;
-      const unsigned lo = pack_bf16(S[nt][0], S[nt][1]), hi = pack_bf16(S[nt][2], S[nt][3]);
-      st2(hs + r0 * ldb + col, lo);
-      st2(hs + r1 * ldb + col, hi);
+      st2(hs + r0 * ldb + col, pack_bf16(S[nt][0], S[nt][1]));
+      st2(hs + r1 * ldb + col, pack_bf16(S[nt][2], S[nt][3]));
       if constexpr (kF32States) {
         float* Hn = static_cast<float*>(work.Hs) + hn;
         *reinterpret_cast<float2*>(Hn + static_cast<std::int64_t>(r0) * V + col) = make_float2(S[nt][0], S[nt][1]);
         *reinterpret_cast<float2*>(Hn + static_cast<std::int64_t>(r1) * V + col) = make_float2(S[nt][2], S[nt][3]);
-        if (work.Hn) {
-          bf16* Hb = static_cast<bf16*>(work.Hn) + hn;
-          st2(Hb + static_cast<std::int64_t>(r0) * V + col, lo);
-          st2(Hb + static_cast<std::int64_t>(r1) * V + col, hi);
-        }
-      } else {
-        bf16* Hn = static_cast<bf16*>(work.Hs) + hn;
-        st2(Hn + static_cast<std::int64_t>(r0) * V + col, lo);
-        st2(Hn + static_cast<std::int64_t>(r1) * V + col, hi);
       }
     }
     cp_async_wait<0>();
     __syncthreads();  // chunk n's tiles and h_n visible; chunk n − 1's buffers free
     if (n + 1 < NT) prefetch(n + 1);
+    // narrow(S) to global memory, 16 bytes a lane from the tile: stored by each lane
+    // from its accumulators instead, 4 bytes at a time (half a 32-byte sector per
+    // quad and store), the backward's bf16 copy cost its recomputing pass +85 %
+    // (H100, docs/gpu-delta-backward-speed.md).
+    if (void* hb = kF32States ? work.Hn : work.Hs) store_rows(static_cast<bf16*>(hb) + hn, V, hs, ldb, K, BV);
     // Δ = narrow(U − W h_n), a 16 × 8 tile per warp at a time.
     const bf16* Wt = at(Wb0, buf);
     const bf16* Ut = at(Ub0, buf);
@@ -320,13 +317,13 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
       }
       const int ta = m0 + gq, tb = ta + 8, col = n0 + 2 * qd;
       const float2 ua = unpack_bf16(ld2(Ut + ta * ldb + col)), ub = unpack_bf16(ld2(Ut + tb * ldb + col));
-      const unsigned da = pack_bf16(ua.x - acc[0], ua.y - acc[1]), db = pack_bf16(ub.x - acc[2], ub.y - acc[3]);
-      st2(Dt + ta * ldb + col, da);
-      st2(Dt + tb * ldb + col, db);
-      if (ta < c) st2(Dg + static_cast<std::int64_t>(t0 + ta) * V + col, da);
-      if (tb < c) st2(Dg + static_cast<std::int64_t>(t0 + tb) * V + col, db);
+      st2(Dt + ta * ldb + col, pack_bf16(ua.x - acc[0], ua.y - acc[1]));
+      st2(Dt + tb * ldb + col, pack_bf16(ub.x - acc[2], ub.y - acc[3]));
     }
     __syncthreads();  // Δ visible
+    // Δ's valid rows to global memory from the tile (read here and by the update
+    // below; next written after the following chunk's first barrier).
+    store_rows(Dg + static_cast<std::int64_t>(t0) * V, V, Dt, ldb, c, BV);
     // S ← Diag(e^{b_last}) S + (w ⊙ e^{b_last − b})ᵀ Δ (decayed write keys from stage 1).
     if constexpr (D != Decay::none) {
       const float* gl = at(gb0, buf);

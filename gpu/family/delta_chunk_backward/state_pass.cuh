@@ -2,8 +2,11 @@
 // first): the backward state pass (FLA's chunk_gated_delta_rule_bwd_dhu). The
 // state gradient's V columns are independent, as the state's are in the forward
 // (dΔ's column j reads only column j of dS_end, and dS_0's column j only dΔ's
-// and dO's column j), so the block owns BV columns of dS for one head, K/16
-// warps, warp w the rows 16w .. 16w+15 as mma accumulators for the whole pass.
+// and dO's column j), so the block owns BV columns of dS for one head, SPLIT·K/16
+// warps, warp w the rows 16(w mod K/16) .. +15 of the columns' part ⌊w / (K/16)⌋
+// (of SPLIT) as mma accumulators for the whole pass. Two warps a strip (bf16 at
+// K = V = 128, BV = 32: 16 warps) give the scheduler twice the warps to hide a
+// chunk's latency chain with (ncu on 8: 0.42 eligible of 2 warps a scheduler).
 // Per chunk, with dS = dS_end in fp32 (reference/family/delta_chunk_backward.hpp):
 //   rowdot_i = Σ_j dS_ij S_0,ij          (fp32 × the fp32 state: the gate term
 //                                         db_last += e^{b_last} rowdot, summed by dqkwg)
@@ -28,26 +31,34 @@ inline std::size_t dstate_stage_bytes(const Shape& s, int bv) {
   return 3 * tile_bytes<E>(kChunk, s.K) + tile_bytes<E>(kChunk, kChunk) + tile_bytes<E>(kChunk, bv) +
          tile_bytes<float>(1, D == Decay::per_key ? s.K : 4);
 }
+// split > 1: the partial row sums handed from one warp of a strip to the next.
 template <class E, Decay D>
-inline std::size_t dstate_smem(const Shape& s, int bv, int stages) {
-  return tile_bytes<E>(s.K, bv) + tile_bytes<E>(kChunk, bv) + stages * dstate_stage_bytes<E, D>(s, bv);
+inline std::size_t dstate_smem(const Shape& s, int bv, int stages, int split = 1) {
+  return tile_bytes<E>(s.K, bv) + tile_bytes<E>(kChunk, bv) + (split > 1 ? tile_bytes<float>(s.K / 16, 64) : 0) +
+         stages * dstate_stage_bytes<E, D>(s, bv);
 }
 
-// KV: K = V = KV known at compile time (0: the shape's, at run time).
-template <class E, Decay D, int BV, int KV = 0>
-__global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int stages) {
+// KV: K = V = KV known at compile time (0: the shape's, at run time). SPLIT (1 or 2):
+// warps a 16-row strip of the state, each owning BV/SPLIT of the columns.
+template <class E, Decay D, int BV, int KV = 0, int SPLIT = 1>
+__global__ void __launch_bounds__(SPLIT* kThreads) dstate_pass(Args<E> a, Work w, int stages) {
+  static_assert(SPLIT == 1 || SPLIT == 2, "one or two warps a strip");
+  static_assert(BV % (16 * SPLIT) == 0, "whole 16-column units a warp");
   extern __shared__ __align__(128) unsigned char smem[];
-  constexpr int NU = BV / 16;  // 16-column units of the tile
+  constexpr int NU = BV / 16 / SPLIT;  // 16-column units of a warp
   const Shape& s = a.s;
   const int tile = blockIdx.x, j0 = tile * BV, bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
   const int K = KV ? KV : s.K, V = KV ? KV : s.V, ldk = padded_ld<E>(K), ldb = padded_ld<E>(BV);
   constexpr int ldm = padded_ld<E>(kChunk);
   const Lane L = lane_of();
-  const int warps = blockDim.x / 32, r0 = 16 * L.warp + L.g, r1 = r0 + 8;
+  const int warps = blockDim.x / 32, strip = L.warp % (K / 16), part = L.warp / (K / 16);
+  const int r0 = 16 * strip + L.g, r1 = r0 + 8, c0 = part * 16 * NU;  // c0: this warp's first column
   const int gn = D == Decay::per_key ? K : 4;
   SmemArena arena{smem};
   E* dse = arena.take<E>(K, BV);      // dH of this chunk, the operand of (W ⊙ e^{b_last−b}) dH
   E* dDt = arena.take<E>(kChunk, BV);  // dΔ, the operand of Wᵀ dΔ
+  // SPLIT = 2: the first part's fmaf chains of rowdot, per (strip, lane), continued by the second.
+  [[maybe_unused]] float2* rdp = SPLIT > 1 ? arena.take<float2>(K / 16, 32) : nullptr;
   unsigned char* stage0 = arena.p;
   E* Wb0 = arena.take<E>(kChunk, K);
   E* WDb0 = arena.take<E>(kChunk, K);
@@ -89,7 +100,7 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(u, j, e, e < 2 ? r0 : r1, 16 * u + 8 * j + 2 * L.q + e % 2);
+        for (int e = 0; e < 4; ++e) f(u, j, e, e < 2 ? r0 : r1, c0 + 16 * u + 8 * j + 2 * L.q + e % 2);
   };
   // mutant dht-ignored: the pass starts from zero whatever dht holds.
   const bool use_dht = a.dht && !mutated(a.mutant, Mutant::dht_ignored);
@@ -120,36 +131,52 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
     if (stages == 3) first > 0 ? prefetch(first - 1) : cp_async_commit();
     load_state(first);
   }
+  // rowdot_i = Σ_j dS_ij S_0,ij over this tile's columns (fp32 × fp32), one fmaf chain a
+  // lane over its columns in order (the second part continuing the first's), then over the quad.
+  auto chain = [&](float& p0, float& p1) {
+#pragma unroll
+    for (int u = 0; u < NU; ++u)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        p0 = fmaf(dS[u][j][0], S0[u][j][0], p0), p0 = fmaf(dS[u][j][1], S0[u][j][1], p0);
+        p1 = fmaf(dS[u][j][2], S0[u][j][2], p1), p1 = fmaf(dS[u][j][3], S0[u][j][3], p1);
+      }
+  };
+  auto finish_rowdot = [&](int n, float p0, float p1) {
+    p0 = quad_sum(p0), p1 = quad_sum(p1);
+    if (L.q == 0) {
+      rowdot[static_cast<std::int64_t>(n) * w.NVT * K + r0] = p0;
+      rowdot[static_cast<std::int64_t>(n) * w.NVT * K + r1] = p1;
+    }
+    if (n > 0) load_state(n - 1);
+  };
   for (int n = first; n >= 0; --n) {
     const int t0 = n * kChunk, buf = n % stages;
-    // rowdot_i = Σ_j dS_ij S_0,ij over this tile's columns (fp32 × fp32), in a fixed order.
+    // The second part's chain waits for the first's partial sums (after the barrier below;
+    // rdp is rewritten only after the next barrier, which the second part passes after reading it).
     if constexpr (D != Decay::none) {
       float p0 = 0.0f, p1 = 0.0f;
-#pragma unroll
-      for (int u = 0; u < NU; ++u)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          p0 = fmaf(dS[u][j][0], S0[u][j][0], p0), p0 = fmaf(dS[u][j][1], S0[u][j][1], p0);
-          p1 = fmaf(dS[u][j][2], S0[u][j][2], p1), p1 = fmaf(dS[u][j][3], S0[u][j][3], p1);
+      if (part == 0) {
+        chain(p0, p1);
+        if constexpr (SPLIT == 1) finish_rowdot(n, p0, p1);
+        else {
+          rdp[strip * 32 + threadIdx.x % 32] = make_float2(p0, p1);
+          if (n > 0) load_state(n - 1);
         }
-      p0 = quad_sum(p0), p1 = quad_sum(p1);
-      if (L.q == 0) {
-        rowdot[static_cast<std::int64_t>(n) * w.NVT * K + r0] = p0;
-        rowdot[static_cast<std::int64_t>(n) * w.NVT * K + r1] = p1;
       }
-      if (n > 0) load_state(n - 1);
     }
     // dH = narrow(dS), here (dse was last read before the previous chunk's second
-    // barrier) and stored.
+    // barrier), and stored from dse after the barrier, 16 bytes a lane (stored from
+    // the accumulators, a quad of lanes writes half a sector per store).
     E* dHn = dHg + static_cast<std::int64_t>(n) * K * V;
 #pragma unroll
     for (int u = 0; u < NU; ++u)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const int col = 16 * u + 8 * j + 2 * L.q;
-        st_pair(dHn + static_cast<std::int64_t>(r0) * V + col, dS[u][j][0], dS[u][j][1]);
-        st_pair(dHn + static_cast<std::int64_t>(r1) * V + col, dS[u][j][2], dS[u][j][3]);
-        if (dv_late) {
+        const int col = c0 + 16 * u + 8 * j + 2 * L.q;
+        if (dv_late) {  // dse holds chunk n + 1's dH: this chunk's goes out from the accumulators
+          st_pair(dHn + static_cast<std::int64_t>(r0) * V + col, dS[u][j][0], dS[u][j][1]);
+          st_pair(dHn + static_cast<std::int64_t>(r1) * V + col, dS[u][j][2], dS[u][j][3]);
           const E* later = dHn + static_cast<std::int64_t>(K) * V;  // chunk n + 1's, stored by this lane
           const float2 x0 = n + 1 < NT ? ld_pair(later + static_cast<std::int64_t>(r0) * V + col) : float2{};
           const float2 x1 = n + 1 < NT ? ld_pair(later + static_cast<std::int64_t>(r1) * V + col) : float2{};
@@ -165,6 +192,13 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
     __syncthreads();  // chunk n's tiles and dH visible; chunk n + 1's buffer free
     if (stages == 3) n > 1 ? prefetch(n - 2) : cp_async_commit();
     if (stages == 2 && n > 0) prefetch(n - 1);
+    if (!dv_late) store_rows(dHn, V, dse, ldb, K, BV);
+    if constexpr (SPLIT > 1 && D != Decay::none)
+      if (part == 1) {
+        float2 p = rdp[strip * 32 + threadIdx.x % 32];
+        chain(p.x, p.y);
+        finish_rowdot(n, p.x, p.y);
+      }
     const E* Wt = at(Wb0, buf);
     const E* WDt = at(WDb0, buf);
     const E* QDt = at(QDb0, buf);
@@ -172,7 +206,7 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
     const E* dOt = at(dOb0, buf);
     // dΔ = narrow(scale·Mᵀ dO + (W ⊙ e^{b_last − b}) dH), 64 × BV in 16 × 16 units.
     // Mᵀ is upper triangular: k-steps s0 < m0 are zeros.
-    for (int uu = L.warp; uu < 4 * NU; uu += warps) {
+    for (int uu = L.warp; uu < 4 * (BV / 16); uu += warps) {
       const int m0 = 16 * (uu % 4), n0 = 16 * (uu / 4);
       Unit acc;
       zero(acc);
@@ -187,8 +221,6 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
         const int ta = m0 + L.g, tb = ta + 8, col = n0 + 8 * j + 2 * L.q;
         st_pair(dDt + ta * ldb + col, acc[j][0], acc[j][1]);
         st_pair(dDt + tb * ldb + col, acc[j][2], acc[j][3]);
-        st_pair(dDg + static_cast<std::int64_t>(t0 + ta) * V + col, acc[j][0], acc[j][1]);
-        st_pair(dDg + static_cast<std::int64_t>(t0 + tb) * V + col, acc[j][2], acc[j][3]);
       }
     }
     // dS ← Diag(e^{b_last}) dS + scale·(Q ⊙ e^{b})ᵀ dO (independent of dΔ).
@@ -205,19 +237,22 @@ __global__ void __launch_bounds__(kThreads) dstate_pass(Args<E> a, Work w, int s
     for (int u = 0; u < NU; ++u) {
       Unit tmp;
       zero(tmp);
-      for (int s0 = 0; s0 < kChunk; s0 += 16) mma16<true, false>(tmp, QDt, ldk, 16 * L.warp, dOt, ldb, 16 * u, s0);
+      for (int s0 = 0; s0 < kChunk; s0 += 16) mma16<true, false>(tmp, QDt, ldk, 16 * strip, dOt, ldb, c0 + 16 * u, s0);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) dS[u][j][e] = fmaf(a.scale, tmp[j][e], dS[u][j][e]);
     }
     __syncthreads();  // dΔ visible
+    // dΔ to global memory from its tile (read here and by Wᵀ dΔ below; next written
+    // after the following chunk's first barrier).
+    store_rows(dDg + static_cast<std::int64_t>(t0) * V, V, dDt, ldb, kChunk, BV);
     // dS −= Wᵀ dΔ.
 #pragma unroll
     for (int u = 0; u < NU; ++u) {
       Unit tmp;
       zero(tmp);
-      for (int s0 = 0; s0 < kChunk; s0 += 16) mma16<true, false>(tmp, Wt, ldk, 16 * L.warp, dDt, ldb, 16 * u, s0);
+      for (int s0 = 0; s0 < kChunk; s0 += 16) mma16<true, false>(tmp, Wt, ldk, 16 * strip, dDt, ldb, c0 + 16 * u, s0);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
