@@ -90,10 +90,11 @@ struct ConfigKey {
 // dg formed by flash-linear-attention's reverse running sum, the model of its
 // fused-recurrent kernels (reference/family/gated_linear_dg_sum.hpp); a foreign
 // kernel's algorithm, so not swept unless named either.
-// `chunk_tf32_intra` (backward only, kda and precond_kda): the chunk backward with the intra-chunk
-// products across sub-chunks on TF32 operands and dg from the identity's two sides, the
-// model of FLA's chunk_kda backward (oracles/layers/delta_tf32_intra_form.hpp); not
-// swept unless named.
+// `chunk_tf32_intra` (backward only, kda, precond_kda and precond_gated_delta_rule): the chunk
+// backward with the intra-chunk products (per-key decay: across sub-chunks; scalar decay:
+// all of the chunk's) on TF32 operands and dg from the identity's two sides, the model of
+// FLA's chunk_kda and chunk_precond_* backward (oracles/layers/delta_tf32_intra_form.hpp);
+// not swept unless named.
 enum class Form { sequential, chunk, scan, chunk_unscaled, scan_unscaled, sequential_dg_sum, chunk_tf32_intra };
 // Every form, in the order listings use.
 inline constexpr Form kAllForms[] = {Form::sequential,     Form::chunk,         Form::scan,

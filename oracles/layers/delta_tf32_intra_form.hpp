@@ -1,10 +1,12 @@
-// The backward form `chunk_tf32_intra` of kda and precond_kda: the chunkwise backward
-// (delta_backward_forms' chunk_backward) with the intra-chunk products across 16-token
-// sub-chunks formed as flash-linear-attention's chunk_kda_bwd_intra forms them — both
-// sides of the identity dg = q ⊙ dq − k ⊙ dk from tl.dot on fp32 operands, read as TF32 —
-// the model of FLA's chunk_kda backward (reference/family/delta_chunk_backward.hpp,
-// sub_chunk_products_backward_tf32; docs/validating-fla.md, "Failures"). A foreign
-// kernel's algorithm: not swept unless named (oracles/spec.hpp).
+// The backward form `chunk_tf32_intra` of kda, precond_kda and precond_gated_delta_rule:
+// the chunkwise backward (delta_backward_forms' chunk_backward) with the intra-chunk
+// products formed as flash-linear-attention forms them — both sides of the identity
+// dg = q ⊙ dq − k ⊙ dk from tl.dot on fp32 operands, read as TF32. Per-key decay: the
+// pairs across 16-token sub-chunks, as chunk_kda_bwd_intra (sub_chunk_products_backward_tf32);
+// scalar decay: every pair of the chunk, as chunk_bwd_kernel_dqkwg
+// (scalar_products_backward_tf32; both in reference/family/delta_chunk_backward.hpp;
+// docs/validating-fla.md, "Failures"). A foreign kernel's algorithm: not swept unless
+// named (oracles/spec.hpp).
 #pragma once
 
 #include "oracles/layers/adapter.hpp"

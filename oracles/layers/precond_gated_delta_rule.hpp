@@ -4,10 +4,15 @@
 // scalar decay per token and head.
 #pragma once
 
+#include "oracles/layers/delta_tf32_intra_form.hpp"
 #include "oracles/layers/precond_common.hpp"
 
 namespace ttr::layers {
 
-struct precond_gated_delta_rule : precond_delta_adapter<Decay::scalar> {};
+// chunk_tf32_intra: FLA's chunk_precond_gated_delta_rule backward, whose score pairs
+// chunk_bwd_kernel_dqkwg forms as two TF32 products, one a side of dg's identity
+// (scalar_products_backward_tf32 in reference/family/delta_chunk_backward.hpp).
+struct precond_gated_delta_rule : precond_delta_adapter<Decay::scalar>,
+                                  delta_tf32_intra_form<precond_gated_delta_rule> {};
 
 }  // namespace ttr::layers

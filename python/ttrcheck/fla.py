@@ -101,8 +101,11 @@ FLA_OPS: Dict[str, Adapter] = {
     # log_atk_scale, config x and eps) and return the final A third. Our config key
     # log_atk_scale (the squash centre when the tensor is absent, default −0.2) is not
     # passed: FLA wants a tensor there and defaults to the same −0.2.
+    # Its chunk_bwd_kernel_dqkwg forms dq = dS k and dk = dS^T q by two tl.dot on fp32
+    # operands (TF32 on Hopper) and dg from q*dq - k*dk: the scalar-gate chunk_tf32_intra
+    # (docs/validating-fla/failures.md, stress.long as tf32).
     "chunk_precond_gated_delta_rule": Adapter("precond_gated_delta_rule", "chunk", _STATE, _NO_CENTRE, _FINAL,
-                                              outputs=_PRECOND_OUT),
+                                              outputs=_PRECOND_OUT, backward_form="chunk_tf32_intra"),
     "fused_recurrent_precond_gated_delta_rule": Adapter("precond_gated_delta_rule", "sequential", _STATE, _NO_CENTRE,
                                                         _FINAL, outputs=_PRECOND_OUT),
     "chunk_precond_kda": Adapter("precond_kda", "chunk", _STATE, _NO_CENTRE, _FINAL, outputs=_PRECOND_OUT,

@@ -21,7 +21,8 @@ struct SequentialDeltaCore {
 };
 
 // Under policy P (reference/core/policy.hpp), chunk size `chunk`; tf32_sub > 0: the
-// form chunk_tf32_intra (FLA's KDA intra-chunk backward, delta_chunk_backward.hpp).
+// form chunk_tf32_intra (FLA's intra-chunk backward on TF32 operands: KDA's sub-chunks for
+// per-key decay, chunk_bwd_kernel_dqkwg's pairs for a scalar one; delta_chunk_backward.hpp).
 template <class P>
 struct ChunkDeltaCore {
   int chunk;

@@ -190,6 +190,51 @@ void sub_chunk_products_backward_tf32(const Matrix<typename P::acc>& X, const Ma
   }
 }
 
+// The scalar-gate counterpart of sub_chunk_products_backward_tf32: every causal pair of the
+// chunk as flash-linear-attention's chunk_bwd_kernel_dqkwg forms them for a scalar gate
+// (fla/ops/common/chunk_o.py): dS_ts = dP_ts e^{b_t − b_s} over s ≤ t (s < t when strict)
+// read once as a TF32 operand, then dX = dS Y and dY = dSᵀ X as two tl.dot on fp32
+// operands (TF32 on Hopper), and db from the identity's two sides, db_t += X_t · dX_t's
+// part and db_s −= Y_s · dY_s's part, as FLA forms dg = Σ_i q ⊙ dq − Σ_i k ⊙ dk. The pair
+// terms cancel in exact arithmetic; with Y rounded on the dX side and X on the dY side
+// they round apart at u_tf32 = 2^-11, and dg's reverse sum keeps the difference: the
+// whole of dg at a row whose exact value is 0 (t = 0 without an initial state).
+// masked_decayed_products_backward forms each pair's term once instead, so its model
+// cancels there exactly (docs/validating-fla/failures.md, the preconditioned op's
+// stress.long row).
+template <class P>
+void scalar_products_backward_tf32(Decay kind, const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y,
+                                   const Matrix<typename P::acc>& b, bool strict, const Matrix<typename P::acc>& dP,
+                                   Matrix<typename P::acc>& dX, Matrix<typename P::acc>& dY,
+                                   Matrix<typename P::acc>& db) {
+  using A = typename P::acc;
+  using R = tf32_operand<P>;
+  const int c = X.rows, K = X.cols;
+  const A zero = from_double<A>(0.0);
+  // The TF32 operands, each element rounded once (a tl.dot reads its tile once).
+  Matrix<A> ds, rx, ry, px, py;
+  ds.assign(c, c, zero), rx.assign(c, K, zero), ry.assign(c, K, zero), px.assign(c, K, zero), py.assign(c, K, zero);
+  for (int t = 0; t < c; ++t)
+    for (int s = 0; s <= (strict ? t - 1 : t); ++s)
+      ds(t, s) = R::round(kind == Decay::none ? dP(t, s) : dP(t, s) * decay_between(b, t, s, 0));
+  for (int t = 0; t < c; ++t)
+    for (int i = 0; i < K; ++i) rx(t, i) = R::round(X(t, i)), ry(t, i) = R::round(Y(t, i));
+  for (int t = 0; t < c; ++t)
+    for (int s = 0; s <= (strict ? t - 1 : t); ++s)
+      for (int i = 0; i < K; ++i) {
+        mul_add_to(px(t, i), ds(t, s), ry(s, i));
+        mul_add_to(py(s, i), ds(t, s), rx(t, i));
+      }
+  for (int t = 0; t < c; ++t)
+    for (int i = 0; i < K; ++i) {
+      dX(t, i) += px(t, i);
+      dY(t, i) += py(t, i);
+      if (kind == Decay::none) continue;
+      mul_add_to(db(t, 0), X(t, i), px(t, i));
+      db(t, 0) -= Y(t, i) * py(t, i);
+    }
+}
+
 // dβ's pairs across sub-chunks, as flash-linear-attention's chunk_kda_bwd_intra forms
 // them: not Σ_s dA_ts G_ts from the forward's G (formed pair by pair in fp32), but
 // dβ_t += Σ_d X_td dK2_td with dK2_t = e^{b_t − b_n} Σ_{s<n} dA_ts (Y_s ⊙ e^{b_n − b_s}),
@@ -265,6 +310,11 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
   // sub-chunks as FLA's KDA backward forms them (sub_chunk_products_backward_tf32).
   const int across = w.tf32_sub > 0 && s.decay == Decay::per_key && !mutated(Mutant::backward_gate_exp_unmasked)
                          ? w.tf32_sub : 0;
+  // The same form with a scalar gate: the score pairs as FLA's chunk_bwd_kernel_dqkwg
+  // forms them, each side of dg's identity from its own TF32 product
+  // (scalar_products_backward_tf32).
+  const bool scalar_tf32 =
+      w.tf32_sub > 0 && s.decay == Decay::scalar && !mutated(Mutant::backward_gate_exp_unmasked);
   // (No arithmetic here unless a mutant is on: the Monte Carlo tier perturbs every
   // operation, so an unused one would shift the error model's random stream.)
   const bool dbeta_flipped = mutated(Mutant::dbeta_sign_flipped);
@@ -355,7 +405,8 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     for (auto& x : w.dqd.a) x *= scale;
     chunk_gemm_nt<P>(w.dO, w.delta, w.dscores);
     for (auto& x : w.dscores.a) x *= scale;
-    masked_decayed_products_backward(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db, across);
+    if (scalar_tf32) scalar_products_backward_tf32<P>(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db);
+    else masked_decayed_products_backward(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db, across);
     if (across) sub_chunk_products_backward_tf32<P>(w.q, w.w, w.b, w.dscores, across, w.dq, w.dw, w.db);
     // mutant dq-first-token-intra-dropped: the chunk's first token gets no
     // intra-chunk part of dq (a loop over the score tile starting at row 1): one
