@@ -27,6 +27,7 @@
 #include "gate/judge.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
+#include "tests/support/form_adjoint.hpp"
 #include "tests/support/suite_case.hpp"
 
 namespace ttr::test {
@@ -36,27 +37,12 @@ struct Case : SuiteCase {
   Case() : SuiteCase("kda", "stress", "chunk_boundary") {}
 };
 
-double largest(const Tensor<double>& t) {
-  double m = 0.0;
-  for (double x : t.data) m = std::max(m, std::fabs(x));
-  return m;
-}
-
 TEST(FlaKdaTf32Intra, MpfrFormIsTheExactAdjointAcrossSubChunks) {
   const Case k;
   ASSERT_EQ(k.c.name, "chunk_boundary");
   const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, 3);
   ASSERT_GT(in.at("q").dim(1), 32) << "the case must have pairs across 16-token sub-chunks";
-  const Arith mp{Tier::mpfr, 256};
-  const TensorMap<double> adj = run_layer(k.e, Form::sequential, mp, in, k.cfg, 64, Direction::backward).values;
-  const TensorMap<double> form = run_layer(k.e, Form::chunk_tf32_intra, mp, in, k.cfg, 64, Direction::backward).values;
-  for (const auto& [name, want] : adj) {
-    const Tensor<double>& got = form.at(name);
-    ASSERT_EQ(got.data.size(), want.data.size()) << name;
-    const double scale = largest(want);
-    for (std::size_t i = 0; i < want.data.size(); ++i)
-      ASSERT_NEAR(got.data[i], want.data[i], 1e-60 * scale) << name << "[" << i << "]";
-  }
+  expect_exact_adjoint(k, Form::chunk_tf32_intra, in);
 }
 
 TEST(FlaKdaTf32Intra, ChunkModelFailsTheTf32ResidueAtTokenZeroItsOwnModelPasses) {

@@ -33,10 +33,6 @@ struct Case : SuiteCase {
   Case() : SuiteCase("precond_gated_delta_rule", "stress", "chunk_boundary") {}
 };
 
-TensorMap<double> backward(const Case& k, Form f, Arith a, const TensorMap<double>& in) {
-  return run_layer(k.e, f, a, in, k.cfg, 64, Direction::backward).values;
-}
-
 // Σ_s |∂L/∂G_s| of sequence (b = 0, h = 0) from the oracle's dg_atk [B, T, H].
 double log_gate_terms(const Tensor<double>& dg_atk) {
   const std::int64_t T = dg_atk.dim(1), H = dg_atk.dim(2);
@@ -70,8 +66,8 @@ TEST(FlaPrecondDgAtk, MpfrChunkFormIsTheOracle) {
   const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, 3);
   ASSERT_FALSE(in.count("initial_A_state"));
   const Arith mp{Tier::mpfr, 256};
-  const Tensor<double> want = backward(k, Form::sequential, mp, in).at("dg_atk");
-  const Tensor<double> got = backward(k, Form::chunk, mp, in).at("dg_atk");
+  const Tensor<double> want = k.backward(Form::sequential, mp, in).at("dg_atk");
+  const Tensor<double> got = k.backward(Form::chunk, mp, in).at("dg_atk");
   double scale = 0.0;
   for (double x : want.data) scale = std::max(scale, std::fabs(x));
   ASSERT_GT(scale, 0.0);
@@ -84,8 +80,8 @@ TEST(FlaPrecondDgAtk, Fp32ResidueAtTokenZeroPassesTheChunkModelNotTheSequentialO
   int residues = 0, failed_by_sequential = 0;
   for (std::uint64_t seed = 0; seed < 4; ++seed) {
     const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, seed);
-    const TensorMap<double> exact = backward(k, Form::sequential, Arith{Tier::mpfr, 256}, in);
-    const TensorMap<double> cand = backward(k, Form::chunk, Arith{Tier::bf16, 0}, in);
+    const TensorMap<double> exact = k.backward(Form::sequential, Arith{Tier::mpfr, 256}, in);
+    const TensorMap<double> cand = k.backward(Form::chunk, Arith{Tier::bf16, 0}, in);
     const double terms = log_gate_terms(exact.at("dg_atk"));
     const double residue = std::fabs(cand.at("dg_atk").data[0]);
     ASSERT_GT(terms, 0.0);
@@ -114,7 +110,7 @@ TEST(FlaPrecondDgAtk, Fp32ResidueAtTokenZeroPassesTheChunkModelNotTheSequentialO
 TEST(FlaPrecondDgAtk, ChunkModelFailsAResidueBeyondFp32) {
   const Case k;
   const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, 7);
-  TensorMap<double> bad = backward(k, Form::sequential, Arith{Tier::mpfr, 256}, in);
+  TensorMap<double> bad = k.backward(Form::sequential, Arith{Tier::mpfr, 256}, in);
   const double terms = log_gate_terms(bad.at("dg_atk"));
   for (std::int64_t h = 0; h < bad.at("dg_atk").dim(2); ++h)
     bad.at("dg_atk").data[static_cast<std::size_t>(h)] = 0x1p-10 * terms;

@@ -31,6 +31,7 @@
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
 #include "reference/family/delta_chunk_backward.hpp"
+#include "tests/support/form_adjoint.hpp"
 #include "tests/support/suite_case.hpp"
 
 namespace ttr::test {
@@ -39,16 +40,6 @@ namespace {
 struct Case : SuiteCase {
   Case() : SuiteCase("precond_gated_delta_rule", "stress", "chunk_boundary") {}
 };
-
-double largest(const Tensor<double>& t) {
-  double m = 0.0;
-  for (double x : t.data) m = std::max(m, std::fabs(x));
-  return m;
-}
-
-TensorMap<double> backward(const Case& k, Form f, Arith a, const TensorMap<double>& in) {
-  return run_layer(k.e, f, a, in, k.cfg, 64, Direction::backward).values;
-}
 
 TensorVerdict verdict_of(const std::vector<TensorVerdict>& ts, const std::string& name) {
   for (const TensorVerdict& t : ts)
@@ -61,16 +52,7 @@ TEST(FlaScalarTf32Pairs, MpfrFormIsTheExactAdjoint) {
   const Case k;
   const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, 3);
   ASSERT_GT(in.at("q").dim(1), 64) << "the case must span two chunks";
-  const Arith mp{Tier::mpfr, 256};
-  const TensorMap<double> adj = backward(k, Form::sequential, mp, in);
-  const TensorMap<double> form = backward(k, Form::chunk_tf32_intra, mp, in);
-  for (const auto& [name, want] : adj) {
-    const Tensor<double>& got = form.at(name);
-    ASSERT_EQ(got.data.size(), want.data.size()) << name;
-    const double scale = largest(want);
-    for (std::size_t i = 0; i < want.data.size(); ++i)
-      ASSERT_NEAR(got.data[i], want.data[i], 1e-60 * scale) << name << "[" << i << "]";
-  }
+  expect_exact_adjoint(k, Form::chunk_tf32_intra, in);
 }
 
 // One 64-token chunk, K = 16: fp32 operands with all 24 significand bits in use.
@@ -152,7 +134,7 @@ TEST(FlaScalarTf32Pairs, Tf32ModelCoversAPairResidueAtTokenZero) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, seed);
     ASSERT_FALSE(in.count("h0"));
-    const TensorMap<double> exact = backward(k, Form::sequential, Arith{Tier::mpfr, 256}, in);
+    const TensorMap<double> exact = k.backward(Form::sequential, Arith{Tier::mpfr, 256}, in);
     ASSERT_EQ(exact.at("dg").data[0], 0.0) << "exact dg_0 is 0 without h0";
     const std::int64_t H = in.at("q").dim(2), K = in.at("q").dim(3);
     double S = 0.0;
@@ -188,7 +170,7 @@ TEST(FlaScalarTf32Pairs, Tf32ModelCoversAPairResidueAtTokenZero) {
     // The form's own bf16 tier passes its bf16 model.
     ms.policy = Policy::native;
     ms.dtype = Tier::bf16;
-    for (const TensorVerdict& t : judge(backward(k, Form::chunk_tf32_intra, Arith{Tier::bf16, 0}, in), ms).tensors)
+    for (const TensorVerdict& t : judge(k.backward(Form::chunk_tf32_intra, Arith{Tier::bf16, 0}, in), ms).tensors)
       EXPECT_TRUE(t.pass) << t.name << " ratio " << t.max_ratio << " under its own model";
   }
 }
@@ -196,7 +178,7 @@ TEST(FlaScalarTf32Pairs, Tf32ModelCoversAPairResidueAtTokenZero) {
 TEST(FlaScalarTf32Pairs, ItsModelStillFailsPlantedRows) {
   const Case k;
   const TensorMap<double> in = generate_backward_inputs(k.e.spec, k.c, 5);
-  const TensorMap<double> good = backward(k, Form::chunk_tf32_intra, Arith{Tier::bf16, 0}, in);
+  const TensorMap<double> good = k.backward(Form::chunk_tf32_intra, Arith{Tier::bf16, 0}, in);
   Judge judge(k.e, in, k.cfg, Arith{Tier::mpfr, 256}, Direction::backward);
   ModelSpec ms;
   ms.direction = Direction::backward;

@@ -21,6 +21,10 @@ struct SuiteCase {
     if (!found) throw std::logic_error(layer + ": no case '" + name + "' in suite '" + suite + "'");
     cfg = Config::make(e.spec, c.config);
   }
+  // The case's gradients by one form in one arithmetic (chunk size 64, FLA's).
+  TensorMap<double> backward(Form f, Arith a, const TensorMap<double>& in) const {
+    return run_layer(e, f, a, in, cfg, 64, Direction::backward).values;
+  }
 };
 
 }  // namespace ttr::test
