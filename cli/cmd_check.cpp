@@ -43,7 +43,7 @@ Command add_check(CLI::App& app) {
                                      "chunk|scan|sequential (default: chunk if the layer has it, else sequential); "
                                      "sequential_dg_sum: FLA's fused-recurrent gla/simple_gla backward (dg by a "
                                      "reverse running sum); chunk_tf32_intra: FLA's chunk_kda/chunk_precond_kda/"
-                                     "chunk_precond_gated_delta_rule backward (intra-chunk products on TF32 "
+                                     "chunk_gated_delta_rule/chunk_precond_gated_delta_rule backward (intra-chunk products on TF32 "
                                      "operands, dg from q*dq - k*dk)");
   cmd->add_option("--chunk-size", o->chunk_size, "the kernel's chunk size C")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--samples", o->samples, "Monte Carlo arithmetic runs of the model")->check(CLI::Range(1, 100000));

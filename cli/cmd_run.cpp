@@ -38,7 +38,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--in", o->in, "inputs (safetensors)")->required();
   cmd->add_option("--out", o->out, "outputs (safetensors, in the arithmetic's dtype)")->required();
   cmd->add_option("--arith", o->arith, "bf16|fp16|fp32|fp64|dd (sequential)|mpfr:N|mpfi:N");
-  cmd->add_option("--form", o->form, "sequential|chunk|scan (|sequential_dg_sum: gla, simple_gla backward; |chunk_tf32_intra: kda, precond_kda, precond_gated_delta_rule backward)");
+  cmd->add_option("--form", o->form, "sequential|chunk|scan (|sequential_dg_sum: gla, simple_gla backward; |chunk_tf32_intra: kda, precond_kda, gated_delta_rule, precond_gated_delta_rule backward)");
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--mutant", o->mutant, "inject a catalogued bug into the chunk/scan form (`ttrcheck mutants`)");
   cmd->add_option("--device", o->device,

@@ -90,7 +90,7 @@ struct ConfigKey {
 // dg formed by flash-linear-attention's reverse running sum, the model of its
 // fused-recurrent kernels (reference/family/gated_linear_dg_sum.hpp); a foreign
 // kernel's algorithm, so not swept unless named either.
-// `chunk_tf32_intra` (backward only, kda, precond_kda and precond_gated_delta_rule): the chunk
+// `chunk_tf32_intra` (backward only, kda, precond_kda, gated_delta_rule, precond_gated_delta_rule): the chunk
 // backward with the intra-chunk products (per-key decay: across sub-chunks; scalar decay:
 // all of the chunk's) on TF32 operands and dg from the identity's two sides, the model of
 // FLA's chunk_kda and chunk_precond_* backward (oracles/layers/delta_tf32_intra_form.hpp);

@@ -1,4 +1,5 @@
-// The backward form `chunk_tf32_intra` of kda, precond_kda and precond_gated_delta_rule:
+// The backward form `chunk_tf32_intra` of kda, precond_kda, gated_delta_rule and
+// precond_gated_delta_rule:
 // the chunkwise backward (delta_backward_forms' chunk_backward) with the intra-chunk
 // products formed as flash-linear-attention forms them — both sides of the identity
 // dg = q ⊙ dq − k ⊙ dk from tl.dot on fp32 operands, read as TF32. Per-key decay: the

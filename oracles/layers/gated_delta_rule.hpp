@@ -3,13 +3,16 @@
 
 #include "oracles/layers/adapter.hpp"
 #include "oracles/layers/delta_backward_forms.hpp"
+#include "oracles/layers/delta_tf32_intra_form.hpp"
 #include "reference/gated_delta_rule/backward.hpp"
 #include "reference/gated_delta_rule/chunk.hpp"
 #include "reference/gated_delta_rule/sequential.hpp"
 
 namespace ttr::layers {
 
-struct gated_delta_rule : delta_backward_forms<gated_delta_rule> {
+// chunk_tf32_intra: FLA's chunk_gated_delta_rule backward, whose chunk_bwd_kernel_dqkwg
+// forms the score pairs' dq and dk as two TF32 products (delta_tf32_intra_form.hpp).
+struct gated_delta_rule : delta_backward_forms<gated_delta_rule>, delta_tf32_intra_form<gated_delta_rule> {
   template <class T>
   static void sequential(const TensorMap<T>& in, const Config& cfg, const FormOptions&, TensorMap<T>& out) {
     const QK<T> qk = qk_of(in, cfg);

@@ -124,9 +124,10 @@ def test_adapter_casts_fp32_inputs_and_names_fla_backward_forms():
     # FLA's fused-recurrent gla/simple_gla form dg by a reverse running sum (docs/validating-fla.md).
     for op in ("fused_recurrent_gla", "fused_recurrent_simple_gla"):
         assert FLA_OPS[op].backward_form == "sequential_dg_sum"
-    # FLA's chunk_kda and its preconditioned ops form their intra-chunk products on TF32
-    # operands, dg from both sides.
+    # FLA's chunk_kda, chunk_gated_delta_rule and the preconditioned ops form their
+    # intra-chunk products on TF32 operands, dg from both sides.
     for op, layer in (("chunk_kda", "kda"), ("chunk_precond_kda", "precond_kda"),
+                      ("chunk_gated_delta_rule", "gated_delta_rule"),
                       ("chunk_precond_gated_delta_rule", "precond_gated_delta_rule")):
         assert FLA_OPS[op].backward_form == "chunk_tf32_intra"
         assert "cpu chunk_tf32_intra backward" in ttrcheck.layer(layer).raw["implementations"]

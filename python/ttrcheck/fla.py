@@ -71,7 +71,10 @@ _NO_CENTRE = {"log_atk_scale": ""}
 _PRECOND_OUT = ("o", "ht", "final_A_state")
 
 FLA_OPS: Dict[str, Adapter] = {
-    "chunk_gated_delta_rule": Adapter("gated_delta_rule", "chunk", _STATE, {}, _FINAL),
+    # chunk_bwd_kernel_dqkwg forms dq = dS k and dk = dS^T q by two tl.dot on fp32 operands
+    # (TF32 on Hopper) and dg from q*dq - k*dk: the scalar-gate chunk_tf32_intra.
+    "chunk_gated_delta_rule": Adapter("gated_delta_rule", "chunk", _STATE, {}, _FINAL,
+                                      backward_form="chunk_tf32_intra"),
     "fused_recurrent_gated_delta_rule": Adapter("gated_delta_rule", "sequential", _STATE, {}, _FINAL),
     "chunk_delta_rule": Adapter("delta_rule", "chunk", _STATE, {}, _FINAL),
     "fused_recurrent_delta_rule": Adapter("delta_rule", "sequential", _STATE, {}, _FINAL),
@@ -101,8 +104,7 @@ FLA_OPS: Dict[str, Adapter] = {
     # log_atk_scale, config x and eps) and return the final A third. Our config key
     # log_atk_scale (the squash centre when the tensor is absent, default −0.2) is not
     # passed: FLA wants a tensor there and defaults to the same −0.2.
-    # Its chunk_bwd_kernel_dqkwg forms dq = dS k and dk = dS^T q by two tl.dot on fp32
-    # operands (TF32 on Hopper) and dg from q*dq - k*dk: the scalar-gate chunk_tf32_intra
+    # Its chunk_bwd_kernel_dqkwg is chunk_gated_delta_rule's: the scalar-gate chunk_tf32_intra
     # (docs/validating-fla/failures.md, stress.long as tf32).
     "chunk_precond_gated_delta_rule": Adapter("precond_gated_delta_rule", "chunk", _STATE, _NO_CENTRE, _FINAL,
                                               outputs=_PRECOND_OUT, backward_form="chunk_tf32_intra"),

@@ -170,9 +170,9 @@ TEST(ChunkBackward, CorrectBf16AndFp32KernelsPassTheirModel) {
   }
   // 6 delta-family chunk forms + 3 gated linear layers x {chunk, scan} + kla_kalman {chunk, scan}
   // + gla, simple_gla sequential_dg_sum (FLA's fused-recurrent dg) + gka chunk
-  // + kda, precond_kda, precond_gated_delta_rule chunk_tf32_intra (FLA's intra-chunk
-  // products on TF32 operands), x 2 tiny cases x {bf16, fp32}
-  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2 + 2 + 2 + 1 + 3);
+  // + kda, precond_kda, gated_delta_rule, precond_gated_delta_rule chunk_tf32_intra (FLA's
+  // intra-chunk products on TF32 operands), x 2 tiny cases x {bf16, fp32}
+  EXPECT_EQ(static_cast<int>(mpfr_parallel_forms(Direction::backward).size()), 6 + 3 * 2 + 2 + 2 + 1 + 4);
   EXPECT_EQ(judged, expected);
   EXPECT_GE(planted_checks, 2 * judged);
 }
