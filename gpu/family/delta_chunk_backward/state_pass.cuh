@@ -34,7 +34,7 @@ inline std::size_t dstate_stage_bytes(const Shape& s, int bv) {
 // split > 1: the partial row sums handed from one warp of a strip to the next.
 template <class E, Decay D>
 inline std::size_t dstate_smem(const Shape& s, int bv, int stages, int split = 1) {
-  return tile_bytes<E>(s.K, bv) + tile_bytes<E>(kChunk, bv) + (split > 1 ? tile_bytes<float>(s.K / 16, 64) : 0) +
+  return tile_bytes<E>(s.K, bv) + tile_bytes<E>(kChunk, bv) + (split > 1 ? tile_bytes<float2>(s.K / 16, 32) : 0) +
          stages * dstate_stage_bytes<E, D>(s, bv);
 }
 
