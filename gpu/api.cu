@@ -25,7 +25,17 @@ void validate(const DeltaBackwardArgs& a) {
   DeltaArgs f = a.fwd;
   f.o = a.dv;  // the forward's shape rules; its o is not written here
   validate(f);
-  if (f.w && f.w != f.k) fail("a write key w != k is not supported (its gradient dw would be separate)");
+  if (f.w && f.w != f.k && !a.atk) fail("a write key w != k needs the preconditioner's adjoint (atk)");
+  if (a.atk) {
+    if (!f.w) fail("atk needs the write key k̃ as fwd.w");
+    if (f.kaczmarz) fail("atk and kaczmarz do not go together");
+    if (f.decay != Decay::scalar) fail("atk takes a scalar gate g (the preconditioned CUDA layer is PGDN's)");
+    const AtkArgs& p = a.atk->fwd;
+    if (p.B != f.B || p.T != f.T || p.H != f.H || p.K != f.K || p.cu_seqlens != f.cu_seqlens)
+      fail("atk: B, T, H, K and cu_seqlens must be the core's");
+    if (!p.k || !p.g_atk || !p.beta_atk || !p.center) fail("atk: k, g_atk, beta_atk and center are required");
+    if (!a.atk->dg_atk || !a.atk->dbeta_atk) fail("atk: dg_atk and dbeta_atk are required");
+  }
   if (!a.do_ || !a.dq || !a.dk || !a.dv || !a.dbeta) fail("do, dq, dk, dv and dbeta are required");
   if (f.decay != Decay::none && !a.dg) fail("dg is required for scalar and per-key decay");
   if ((a.q_raw == nullptr) != (a.k_raw == nullptr)) fail("q_raw and k_raw go together (use_qk_l2norm_in_kernel)");

@@ -76,10 +76,12 @@ void delta_sequential_forward(const DeltaArgs& a);
 // `fwd` holds the forward's inputs (its o and ht are not used); with
 // use_qk_l2norm_in_kernel, fwd.q and fwd.k are the normalised rows and q_raw,
 // k_raw the rows as given (dq, dk are then the gradients of the raw rows).
-// Write key w ≠ k (the preconditioned layers) is not supported: dw would be a
-// separate gradient. Gradients: dq, dk [B,T,H,K], dv [B,T,H,V], dbeta [B,T,H] in
+// A write key w ≠ k (the preconditioned layers: fwd.w = k̃) needs `atk`: the write
+// key's gradient dk̃ goes through the preconditioner's adjoint and joins dk.
+// Gradients: dq, dk [B,T,H,K], dv [B,T,H,V], dbeta [B,T,H] in
 // `dtype`; dg fp32 of g's shape (required unless Decay::none); dh0 [B,H,K,V] fp32,
 // optional. The workspace is allocated on the stream and freed before returning.
+struct AtkBackwardArgs;
 struct DeltaBackwardArgs {
   DeltaArgs fwd;
   const void* do_ = nullptr;   // [B,T,H,V], `dtype`
@@ -97,6 +99,9 @@ struct DeltaBackwardArgs {
   // entries; builds with TTR_CUDA_MUTANTS, gpu/core/mutant.cuh). The sequential
   // backward never reads it: the GPU's reference, like the CPU's.
   Mutant mutant = Mutant::none;
+  // The preconditioned layers (PGDN): fwd.w = k̃ from atk_write_keys(atk->fwd), and
+  // dk = dk_read + the preconditioner's part from dk̃ (gpu/family/atk_backward.cu).
+  const AtkBackwardArgs* atk = nullptr;
 };
 // Shapes as validate(DeltaArgs); throws std::invalid_argument naming the field.
 void validate(const DeltaBackwardArgs& a);
@@ -115,8 +120,7 @@ void delta_chunk_backward_reference(const DeltaBackwardArgs& a);
 
 // Row-wise L2 normalisation as FLA's use_qk_l2norm_in_kernel (reference/family/
 // l2norm.hpp): y = x / sqrt(‖x‖² + eps), computed in fp32 from x as stored (`dtype`),
-// written in `dtype` to y and, when y_fp32 is given, in fp32 there too (PGDN's
-// preconditioner reads the normalised key before it is narrowed). x == y is allowed.
+// written in `dtype` to y and, when y_fp32 is given, in fp32 there too. x == y is allowed.
 void l2norm_rows(DType dtype, const void* x, void* y, float* y_fp32, std::int64_t rows, int F, float eps,
                  void* stream = nullptr);
 
@@ -142,6 +146,23 @@ struct AtkArgs {
   void* stream = nullptr;
 };
 void atk_write_keys(const AtkArgs& a);
+
+// The preconditioner's adjoint in a preconditioned layer's backward (PDN App. D,
+// Fig. 9 (b), step 5; reference/family/atk_backward.hpp, dg_atk as the reverse
+// running sum of the log-gate gradients, as the chunk backward form and FLA's
+// chunk_atk_bwd form it): from the write key's gradient dk̃ (which the delta
+// backward kernels compute and hand over) and the optional cotangent of the final
+// A state, the gradients of g_atk, beta_atk, A0 and the centre, and the key's part
+// dk_atk (added to dk before the L2 norm's chain rule). All fp32, A_{t−1} recomputed
+// by the sequential recurrence; every sum in a fixed order.
+struct AtkBackwardArgs {
+  AtkArgs fwd;                      // the forward's inputs (k_tilde and A_final are not read)
+  const float* dA_final = nullptr;  // optional [B,H,K]: the cotangent of the final A state
+  float* dg_atk = nullptr;          // [B,T,H] fp32, required
+  float* dbeta_atk = nullptr;       // [B,T,H] fp32, required
+  float* dA0 = nullptr;             // optional [B,H,K] fp32 (meaningful with fwd.A0)
+  float* dcenter = nullptr;         // optional [H] fp32: summed over sequences, tokens, channels
+};
 
 // The preconditioned chunk forward (PGDN/PKDA, PDN eqs. (6), (9)): the chunk
 // kernels with the residual read along k and the write along k̃ = B_t ⊙ k_t, so

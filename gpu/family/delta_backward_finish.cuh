@@ -1,7 +1,8 @@
 // The last stage of the delta family's backward kernels (delta_sequential_backward.cu,
 // delta_chunk_backward.cu): the core's gradient partials summed in a fixed order
 // (deterministic: no atomics), dk = dk_read + dk_write (the read and the write key
-// are one input), then the layer's chain rule in fp32 — Kaczmarz β̃ = η/(‖k‖²+eps)
+// are one input; the preconditioned layers: + the preconditioner's part, which
+// took dk_write), then the layer's chain rule in fp32 — Kaczmarz β̃ = η/(‖k‖²+eps)
 // (reference/kaczmarz_delta_rule/backward.hpp) and the L2 norm of q and k,
 // dx = r(dy − y⟨y, dy⟩) (reference/family/l2norm_backward.hpp) — and the
 // gradients written: dq, dk, dβ in the dtype, dg fp32.
@@ -29,6 +30,9 @@ struct DeltaGradPartials {
   float* dw;     // [NB, rows, K]: the write key's (nullptr: already added to dk)
   float* dg;     // [NB, rows, Kg]
   float* dbeta;  // [NB, rows]: of the β the recurrence used
+  // [rows, K]: the preconditioner's part of dk (gpu/family/atk_backward.cu), which
+  // consumed dw (then nullptr); added after the core's read and write key parts.
+  const float* dk_extra = nullptr;
 };
 
 // dx = r (dy − y⟨y, dy⟩), r = (‖x‖² + eps)^{−1/2}, y = x r: in place on the
@@ -76,6 +80,7 @@ __global__ void __launch_bounds__(256) finish(std::int64_t rowsTotal, int K, int
       }
     gq[c] = scale * sq;
     gk[c] = sk + sw;  // read key + write key
+    if (work.dk_extra && i < K) gk[c] += work.dk_extra[row * K + i];
     gw[c] = sg;
   }
   float db = 0.0f;

@@ -23,7 +23,9 @@ TensorMap<double> run_delta(const DeltaBinding& b, Form form, const TensorMap<do
 // gpu/family/delta_sequential_backward.cu) or chunk backward kernel (form chunk;
 // gpu/family/delta_chunk_backward.cu): the forward inputs plus
 // `do` and optional `dht` in, FLA's gradient names out (dq, dk, dv, dbeta, dg
-// where g is given, dh0 where h0 is given). The preconditioned layers are refused.
+// where g is given, dh0 where h0 is given). The preconditioned layers also take the
+// optional cotangent `dfinal_A_state` and give dg_atk, dbeta_atk, and
+// dinitial_A_state, dlog_atk_scale where those inputs are given.
 TensorMap<double> run_delta_backward(const DeltaBinding& b, Form form, const TensorMap<double>& in, const Config& cfg,
                                      Tier dtype, const KernelOptions& opt);
 
@@ -45,7 +47,7 @@ TensorMap<double> run_delta_backward(const DeltaBinding& b, Form form, const Ten
   }
 
 // The backward kernels' entry points of a delta-family layer (its TTR_KERNEL(layer,
-// cuda, sequential|chunk, backward) lines), for the layers whose write key is the read key.
+// cuda, sequential|chunk, backward) lines).
 #define TTR_DELTA_BACKWARD_BINDING(layer, ...)                                                                     \
   namespace ttr::kernels {                                                                                         \
   TensorMap<double> layer##__cuda__sequential__backward(const TensorMap<double>& in, const Config& cfg,           \

@@ -16,6 +16,11 @@
 //   6. wy            (chunks × B·H)   the UT backward: dv, dk, dβ, dg
 //   7. finish        (rows)           delta_backward_finish.cuh: dk + dw, Kaczmarz, L2 norm
 //
+// The preconditioned layers (write key w = k̃ ≠ k, DeltaBackwardArgs::atk): stages
+// 1–6 read k̃ where the chunk form reads the write key, wy leaves the read and the
+// write key's gradients apart, and the preconditioner's adjoint
+// (gpu/family/atk_backward.cu) turns dk̃ into its part of dk before finish.
+//
 // The catalogue's backward mutants of the delta family's chunk form have their
 // counterparts in these stages (gpu/core/mutant.cuh; DeltaBackwardArgs::mutant),
 // each planted where the CPU form plants it (reference/family/
@@ -39,6 +44,7 @@
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/launch.cuh"
+#include "gpu/family/atk_backward.cuh"
 #include "gpu/family/delta_backward_finish.cuh"
 #include "gpu/family/delta_chunk_backward/dqkwg.cuh"
 #include "gpu/family/delta_chunk_backward/prep.cuh"
@@ -138,7 +144,8 @@ void launch_dstate(const Args<E>& a, const Work& w, unsigned BH, cudaStream_t st
 template <class E, Decay D>
 void launch(const DeltaBackwardArgs& x) {
   DeltaArgs f = x.fwd;
-  f.w = nullptr, f.ht = nullptr;  // w = k (validate); the final state is not needed
+  f.ht = nullptr;  // the final state is not needed
+  if (!x.atk) f.w = nullptr;  // w = k (validate)
   const chunk::Shape s = chunk::shape_of(f);
   auto stream = static_cast<cudaStream_t>(f.stream);
   const unsigned BH = static_cast<unsigned>(f.B) * f.H;
@@ -156,9 +163,11 @@ void launch(const DeltaBackwardArgs& x) {
   // Without Kaczmarz and the L2 norm, finish would only round the partials to the
   // dtype: the stages write the final gradients themselves (dg straight into its
   // fp32 output), and neither the fp32 partials nor finish's pass over them exist.
-  const bool direct = !f.kaczmarz && x.q_raw == nullptr;
+  // The preconditioned layers keep the partials: dk̃ goes through the preconditioner first.
+  const bool direct = !f.kaczmarz && x.q_raw == nullptr && !x.atk;
   const std::size_t partials =
-      direct ? 0 : Carver::up(rows * f.K * 4) * 2 + Carver::up(rows * s.Kg * 4) + Carver::up(rows * 4);
+      direct ? 0
+             : Carver::up(rows * f.K * 4) * (x.atk ? 4 : 2) + Carver::up(rows * s.Kg * 4) + Carver::up(rows * 4);
   unsigned char* ws = nullptr;
   TTR_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws), sizing.off + partials, stream));
   Carver cv{ws};
@@ -167,8 +176,11 @@ void launch(const DeltaBackwardArgs& x) {
   a.s = s;
   a.q = static_cast<const E*>(f.q), a.k = static_cast<const E*>(f.k), a.v = static_cast<const E*>(f.v);
   a.beta = static_cast<const E*>(f.beta), a.do_ = static_cast<const E*>(x.do_);
+  a.own_w = f.w != nullptr;
+  a.w = a.own_w ? static_cast<const E*>(f.w) : a.k;
   a.dht = x.dht, a.dh0 = x.dh0, a.dv = static_cast<E*>(x.dv);
-  a.out.dw = nullptr;  // wy writes dk + dw
+  a.out.dw = nullptr;  // wy writes dk + dw (own_w: apart, below)
+  float* dk_atk = nullptr;
   if (direct) {
     a.dq_out = static_cast<E*>(x.dq), a.dk_out = static_cast<E*>(x.dk), a.dbeta_out = static_cast<E*>(x.dbeta);
     a.out.dg = x.dg;
@@ -177,6 +189,7 @@ void launch(const DeltaBackwardArgs& x) {
     a.out.dk = cv.take<float>(rows * f.K * 4);
     a.out.dg = cv.take<float>(rows * s.Kg * 4);
     a.out.dbeta = cv.take<float>(rows * 4);
+    if (x.atk) a.out.dw = cv.take<float>(rows * f.K * 4), dk_atk = cv.take<float>(rows * f.K * 4);
   }
   a.scale = f.scale, a.eps = f.kaczmarz_eps, a.kaczmarz = f.kaczmarz;
   a.mutant = x.mutant;
@@ -207,9 +220,16 @@ void launch(const DeltaBackwardArgs& x) {
     });
     TTR_CUDA_CHECK_LAUNCH("chunk backward dqkwg");
     timer.mark(5);
-    const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s);
+    const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s, a.own_w);
     with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
+      // A write key of its own: the preconditioned layers, whose gate is scalar (validate).
+      if constexpr (D == Decay::scalar)
+        if (a.own_w) {
+          set_smem(chunk_bwd::wy<E, D, KV, true>, sm6);
+          chunk_bwd::wy<E, D, KV, true><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
+          return;
+        }
       set_smem(chunk_bwd::wy<E, D, KV>, sm6);
       chunk_bwd::wy<E, D, KV><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
     });
@@ -218,13 +238,18 @@ void launch(const DeltaBackwardArgs& x) {
       dg_carry_across_chunks<<<BH, s.Kg, 0, stream>>>(a.out.dg, s);
       TTR_CUDA_CHECK_LAUNCH("chunk backward dg carry (mutant)");
     }
+    delta_backward::DeltaGradPartials parts = a.out;
+    if (x.atk) {  // dk̃ (narrowed by wy, as the form writes it) through the preconditioner's adjoint
+      atk::backward(*x.atk, a.out.dw, 1, static_cast<std::int64_t>(out_rows), f.dtype, dk_atk, stream);
+      parts.dw = nullptr, parts.dk_extra = dk_atk;
+    }
     timer.mark(6);
     // dq is already scaled: scale 1 in finish.
     const unsigned blocks = direct ? 0 : static_cast<unsigned>((out_rows + 7) / 8);
     if (blocks > 0)  // none when every sequence of a varlen batch is empty
     delta_backward::finish<E, D><<<blocks, 256, 0, stream>>>(
         static_cast<std::int64_t>(out_rows), f.K, 1, a.k, static_cast<const E*>(x.q_raw), static_cast<const E*>(x.k_raw),
-        a.beta, f.kaczmarz, f.kaczmarz_eps, x.l2_eps, 1.0f, a.out, static_cast<E*>(x.dq), static_cast<E*>(x.dk),
+        a.beta, f.kaczmarz, f.kaczmarz_eps, x.l2_eps, 1.0f, parts, static_cast<E*>(x.dq), static_cast<E*>(x.dk),
         static_cast<E*>(x.dbeta), x.dg, !mutated(x.mutant, Mutant::l2norm_backward_skipped));
     TTR_CUDA_CHECK_LAUNCH("finish");
     timer.mark(7);

@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <stdexcept>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
@@ -499,6 +500,7 @@ void launch_decay(const DeltaBackwardArgs& a) {
 
 void delta_chunk_backward_reference(const DeltaBackwardArgs& a) {
   validate(a);
+  if (a.atk) throw std::invalid_argument("gpu delta_chunk_backward_reference: the preconditioned layers are not taken");
   if (a.fwd.dtype == DType::bf16) launch_decay<__nv_bfloat16>(a);
   else launch_decay<float>(a);
 }

@@ -22,6 +22,8 @@
 //     it wrote: no barrier needed), then the adjoint step runs t = t1−1..t0.
 //     Sums over the state's columns (dk, dw, dβ, dg) are split by column block:
 //     each block writes its 16-column partial, summed in a fixed order.
+//     The preconditioned layers (w = k̃): the write key's partials dw go through
+//     the preconditioner's adjoint (gpu/family/atk_backward.cu) before finish.
 //  3. finish (a warp per token row; gpu/family/delta_backward_finish.cuh): the
 //     column-block partials summed in block order (deterministic: no atomics,
 //     so repeated runs are bit-identical), dk = dk_read + dk_write, then the
@@ -38,6 +40,7 @@
 #include "gpu/core/check.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/seqs.cuh"
+#include "gpu/family/atk_backward.cuh"
 #include "gpu/family/delta_backward_finish.cuh"
 
 namespace ttr::gpu {
@@ -62,6 +65,7 @@ struct Work {
   float* dg;        // [NB, B,T,H, Kg]: Σ_j dS̄_ij S̄_ij (Kg = K per key, 1 scalar)
   float* dbeta;     // [NB, B,T,H]
   float* sbar;      // [NB·BH, 64, kMaxRows, 256]: S̄_t of the segment at hand
+  float* dk_atk;    // [B,T,H, K]: the preconditioner's part of dk (atk only)
 };
 
 template <class E, Decay D>
@@ -289,8 +293,9 @@ void launch(const DeltaBackwardArgs& a) {
   const std::size_t n_ckpt = BH * nseg * f.K * f.V, n_rv = rowsTotal * f.V, n_part = NB * rowsTotal * f.K;
   const std::size_t n_dg = D == Decay::none ? 0 : NB * rowsTotal * Kg, n_sbar = NB * BH * kSeg * kMaxRows * kThreads;
   auto align = [](std::size_t n) { return (n + 63) / 64 * 64; };  // floats: 256 bytes
+  const std::size_t n_atk = a.atk ? rowsTotal * f.K : 0;
   const std::size_t total = align(n_ckpt) + 2 * align(n_rv) + align(rowsTotal) + 3 * align(n_part) + align(n_dg) +
-                            align(NB * rowsTotal) + align(n_sbar);
+                            align(NB * rowsTotal) + align(n_sbar) + align(n_atk);
   float* ws = nullptr;
   TTR_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws), total * sizeof(float), stream));
   Work work{};
@@ -298,7 +303,7 @@ void launch(const DeltaBackwardArgs& a) {
   auto take = [&](std::size_t n) { float* p = ws + off; off += align(n); return p; };
   work.ckpt = take(n_ckpt), work.r = take(n_rv), work.delta = take(n_rv), work.beta = take(rowsTotal);
   work.dq = take(n_part), work.dk = take(n_part), work.dw = take(n_part), work.dg = take(n_dg);
-  work.dbeta = take(NB * rowsTotal), work.sbar = take(n_sbar);
+  work.dbeta = take(NB * rowsTotal), work.sbar = take(n_sbar), work.dk_atk = take(n_atk);
   const E* q = static_cast<const E*>(f.q);
   const E* k = static_cast<const E*>(f.k);
   const E* w = static_cast<const E*>(f.w);
@@ -314,7 +319,11 @@ void launch(const DeltaBackwardArgs& a) {
                                                        static_cast<E*>(a.dv), f.cu_seqlens, rowsTotal, work);
     TTR_CUDA_CHECK_LAUNCH("adjoint_sweep");
     const unsigned blocks = static_cast<unsigned>((rowsTotal + 7) / 8);
-    const delta_backward::DeltaGradPartials parts{work.dq, work.dk, work.dw, work.dg, work.dbeta};
+    delta_backward::DeltaGradPartials parts{work.dq, work.dk, work.dw, work.dg, work.dbeta};
+    if (a.atk) {  // the preconditioned layers: dk̃ through the preconditioner's adjoint
+      atk::backward(*a.atk, work.dw, NB, rowsTotal, f.dtype, work.dk_atk, stream);
+      parts.dw = nullptr, parts.dk_extra = work.dk_atk;
+    }
     if (blocks > 0)  // none when every sequence of a varlen batch is empty
     delta_backward::finish<E, D><<<blocks, 256, 0, stream>>>(rowsTotal, f.K, NB, k, static_cast<const E*>(a.q_raw),
                                              static_cast<const E*>(a.k_raw), static_cast<const E*>(f.beta),

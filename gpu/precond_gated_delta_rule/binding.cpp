@@ -3,3 +3,5 @@
 #include "gpu/family/delta_binding.hpp"
 
 TTR_DELTA_BINDING(precond_gated_delta_rule, device::DeltaBinding::Decay::scalar, /*kaczmarz=*/false, /*precond=*/true)
+TTR_DELTA_BACKWARD_BINDING(precond_gated_delta_rule, device::DeltaBinding::Decay::scalar, /*kaczmarz=*/false,
+                           /*precond=*/true)

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
+#include <string>
 
 #include "gate/error_model.hpp"
 #include "gate/judge.hpp"
@@ -87,7 +88,8 @@ void run_suite(const std::string& suite, std::uint64_t seed, bool split) {
 
 TEST(CudaDeltaBackward, KernelsAreDeclared) {
   // Discoverable through the registry (run --device cuda --backward, the gate).
-  EXPECT_EQ(backward_layers(), (std::vector<std::string>{"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule"}));
+  EXPECT_EQ(backward_layers(), (std::vector<std::string>{"delta_rule", "gated_delta_rule", "kda", "kaczmarz_delta_rule",
+                                                         "precond_gated_delta_rule"}));
   for (const std::string& l : backward_layers())
     EXPECT_NE(find_layer(l).kernel(Backend::cuda, Form::chunk, Direction::backward), nullptr) << l;
 }
@@ -160,12 +162,13 @@ TEST(CudaDeltaBackward, WrongGradientsFailTheJudge) {
 
 // B·H = 512 heads, both kernels: a repeated run is bit-identical (no atomics:
 // partials are summed in a fixed order), and sampled heads equal, bit for bit,
-// the same head run alone.
+// the same head run alone (but dlog_atk_scale, a sum over the batch's sequences).
 TEST(CudaDeltaBackward, FullGpuBatchIsPerHeadExactAndDeterministic) {
   TTR_REQUIRE_DEVICE();
   Regime states;
   states.optional_inputs = true;
-  for (const char* layer : {"gated_delta_rule", "kda"}) {
+  for (const char* layer : {"gated_delta_rule", "kda", "precond_gated_delta_rule"}) {
+    const bool precond = std::string(layer) == "precond_gated_delta_rule";
     const LayerEntry& e = find_layer(layer);
     const LayerSpec bspec = backward_spec(e.spec);
     const VectorCase big{"fill", "", dims(8, 300, 64, 64, 64), states, {}};
@@ -175,11 +178,12 @@ TEST(CudaDeltaBackward, FullGpuBatchIsPerHeadExactAndDeterministic) {
     for (Tier dtype : {Tier::bf16, Tier::fp32}) {
       const std::string what = fmt::format("{} {} {}", layer, form_name(form), tier_name(dtype));
       const auto first = run_backward(layer, form, dtype, in, cfg);
-      EXPECT_EQ(first.size(), 6u) << what;  // dq, dk, dv, dbeta, dg, dh0
+      // dq, dk, dv, dbeta, dg, dh0; precond: dg_atk, dbeta_atk, dinitial_A_state, dlog_atk_scale
+      EXPECT_EQ(first.size(), precond ? 10u : 6u) << what;
       test::expect_same_bits(first, run_backward(layer, form, dtype, in, cfg), what);
       for (const auto& [b, h] : std::vector<test::Head>{{0, 0}, {3, 17}, {7, 63}}) {
         const auto alone = run_backward(layer, form, dtype, test::slice_head(bspec, in, b, h), cfg);
-        test::expect_head_equals_alone(bspec, first, alone, {b, h}, what);
+        test::expect_head_equals_alone(bspec, first, alone, {b, h}, what, {"dlog_atk_scale"});
       }
     }
   }

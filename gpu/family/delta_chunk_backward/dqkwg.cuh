@@ -9,6 +9,7 @@
 //   dM = scale·dO Δᵀ on s ≤ t:      E2 = dM ⊙ Γ;  dq += E2 K;  dw += E2ᵀ Q;
 //                                   db_t += Σ_s E2_ts (QKᵀ)_ts − Σ_t' E2_t't (QKᵀ)_t't
 //   the state decay:                db_last += e^{b_last} Σ_i rowdot_i (stage 4's sums)
+// K is the write key throughout (k, or the preconditioned layers' k̃).
 // dq is final here (written narrowed); the write key's dw (fp32) and the gate
 // partials go to the WY stage. The db_last terms are put on row 63: the chunk's
 // padding rows carry zeros, so the reverse cumulative sum from row 63 equals the
@@ -98,7 +99,7 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
   load_rows_async(dDt, ldv, static_cast<const E*>(w.dD) + wrow * V, V, kChunk, c, V);
   load_rows_async(dHt, ldv, static_cast<const E*>(w.dH) + chunk_state + static_cast<std::int64_t>(kb0) * V, V, kw, kw, V);
   load_rows_async(qt, ldq, a.q + row0 * K + kb0, rs * K, kChunk, c, kw);
-  load_rows_async(kt, ldq, a.k + row0 * K + kb0, rs * K, kChunk, c, kw);
+  load_rows_async(kt, ldq, a.w + row0 * K + kb0, rs * K, kChunk, c, kw);  // the write keys
   // narrow(S_0): in fp32 the states themselves, in bf16 the state pass's narrowed copy
   // (the same bits: both round the fp32 state to nearest even).
   const void* s0src = std::is_same_v<E, float> ? w.fwd.Hs : w.fwd.Hn;

@@ -1,6 +1,6 @@
 // Chunk backward, stage 3 (grid chunks × B·H): the two operands of the output
 // O = (Q ⊙ e^{b}) S_0 + M Δ that the backward state pass reads,
-//   M  = narrow([Q Kᵀ ⊙ Γ]_{s ≤ t}),  Γ_ts = e^{b_t − b_s}   (the masked scores)
+//   M  = narrow([Q Kᵀ ⊙ Γ]_{s ≤ t}),  Γ_ts = e^{b_t − b_s}   (the masked scores; K the write keys)
 //   QD = narrow(Q ⊙ e^{b})                                     (the decayed queries)
 // with the forward's operations (delta_chunk_bf16.cuh, output stage), so the
 // same bits. Per-key decay forms M pair by pair (no e^{+b} factoring), as the
@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kThreads) prep(Args<E> a, Work w) {
   const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0;
   load_rows_async(qt, ldk, a.q + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
-  load_rows_async(kt, ldk, a.k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
+  load_rows_async(kt, ldk, a.w + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);  // write keys
   if constexpr (D != Decay::none) load_flat_async(bg, w.fwd.G + wrow * Kg, kChunk * Kg);
   cp_async_commit();
   cp_async_wait<0>();

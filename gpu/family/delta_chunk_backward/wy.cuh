@@ -2,14 +2,16 @@
 // rest of dk, dβ and dg): the backward of the WY / UT transform of one chunk
 // (reference/family/delta_chunk_backward.hpp). With X = Diag(β)(K ⊙ e^{b}) and
 // Y = Diag(β) V as the forward narrows them (bk, bv), T the forward's narrowed
-// inverse (I + A)⁻¹, A = Diag(β) G, G_ts = (K Kᵀ)_ts e^{b_t − b_s} on s < t:
+// inverse (I + A)⁻¹, A = Diag(β) G, G_ts = (K Wᵀ)_ts e^{b_t − b_s} on s < t (W the
+// write keys: K itself, or the preconditioned layers' k̃: OWN_W, Args::own_w):
 //   dT  = dΔ bvᵀ + dWy bkᵀ on s < t      (dU = dΔ; dWy from stage 5)
 //   dbv = Tᵀ dΔ:  dv = β ⊙ dbv,  dβ_t += Σ_j dbv_tj v_tj
 //   dbk = Tᵀ dWy: dk = β e^{b} ⊙ dbk,  dβ_t += Σ_d dbk_td kd_td,  db_t += Σ_d dbk_td bk_td
 //   dA  = −Tᵀ dT Tᵀ on s < t:  dβ_t += Σ_s dA_ts G_ts;  E = β_t dA_ts Γ_ts
-//   dk += E K,  dw += Eᵀ K,  db_t += Σ_s E_ts (KKᵀ)_ts − Σ_t' E_t't (KKᵀ)_t't
+//   dk += E W,  dw += Eᵀ K,  db_t += Σ_s E_ts (KWᵀ)_ts − Σ_t' E_t't (KWᵀ)_t't
 // then the chunk's gradients: dk + dw (each narrowed, summed: `finish` adds them
-// as the read and the write key's), dβ narrowed, dg the chunk-local reverse
+// as the read and the write key's; OWN_W: each to its own partial), dβ narrowed,
+// dg the chunk-local reverse
 // cumulative sum of db (stage 5's partials first, in key-block order). dT and
 // Tᵀ dT are fp32 in the reference: wide operands here (common.cuh).
 #pragma once
@@ -44,15 +46,19 @@ __host__ __device__ inline std::size_t wy_region(const Shape& s) {
   if (dT_in_region<E, D>() && wide + tile_bytes<E>(kChunk, s.K) > p2) p2 = wide + tile_bytes<E>(kChunk, s.K);
   return p1 > p2 ? p1 : p2;
 }
+// own_w: a tile of write keys beside the read keys.
 template <class E, Decay D>
-inline std::size_t wy_smem(const Shape& s) {
+inline std::size_t wy_smem(const Shape& s, bool own_w) {
   const std::size_t dT = dT_in_region<E, D>() ? 0 : wide_tiles<E>() * tile_bytes<E>(kChunk, kChunk);
-  return tile_bytes<E>(kChunk, kChunk) + 2 * tile_bytes<E>(kChunk, s.K) + dT + wy_region<E, D>(s) +
+  return tile_bytes<E>(kChunk, kChunk) + (own_w ? 3 : 2) * tile_bytes<E>(kChunk, s.K) + dT + wy_region<E, D>(s) +
          tile_bytes<float>(1, 10 * kChunk);
 }
 
-// KV: K = V = KV known at compile time (0: the shape's, at run time).
-template <class E, Decay D, int KV = 0>
+// KV: K = V = KV known at compile time (0: the shape's, at run time). OWN_W: a
+// write key of its own (a.w, in a tile beside k), a compile-time switch so that the
+// layers whose write key is k keep their registers (run time, it spilled 16 more
+// bytes in the scalar-gate bf16 kernel at K = V = 128).
+template <class E, Decay D, int KV = 0, bool OWN_W = false>
 __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int ldc = padded_ld<E>(kChunk), ldp = padded_ld<float>(kChunk);
@@ -66,8 +72,9 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   const int m0 = 16 * (L.warp % 4), half = L.warp / 4, strip = L.warp % 4;
   SmemArena arena{smem};
   E* Tt = arena.take<E>(kChunk, kChunk);
-  E* kt = arena.take<E>(kChunk, K);   // k as stored
+  E* kt = arena.take<E>(kChunk, K);   // k as stored (the read keys)
   E* bkt = arena.take<E>(kChunk, K);  // bk = narrow(β narrow(k ⊙ e^{b}))
+  E* wkt = OWN_W ? arena.take<E>(kChunk, K) : kt;  // the write keys
   constexpr bool dT_shared = dT_in_region<E, D>();
   constexpr int wt = wide_tiles<E>();
   const std::size_t tb = tile_bytes<E>(kChunk, kChunk);
@@ -91,8 +98,10 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0, rs = s.H;
   if (chunk_dropped(a, b, n)) {  // mutant: outside the floor(T/64) grid, the gradients stay 0
     for (int e = threadIdx.x; e < c * V; e += blockDim.x) a.dv[(row0 + (e / V) * rs) * V + e % V] = Elem<E>::from_float(0.0f);
-    for (int e = threadIdx.x; e < c * K; e += blockDim.x)
+    for (int e = threadIdx.x; e < c * K; e += blockDim.x) {
       put_grad(a.dk_out, a.out.dk, (row0 + (e / K) * rs) * K + e % K, 0.0f);
+      if constexpr (OWN_W) a.out.dw[(row0 + (e / K) * rs) * K + e % K] = 0.0f;
+    }
     if constexpr (D != Decay::none)  // (no dg output without decay)
       for (int e = threadIdx.x; e < c * s.Kg; e += blockDim.x)
         a.out.dg[(row0 + (e / s.Kg) * rs) * s.Kg + e % s.Kg] = 0.0f;
@@ -110,6 +119,7 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   load_rows_async(Tt, ldc, static_cast<const E*>(w.fwd.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk,
                   kChunk, kChunk, kChunk, kChunk);
   load_rows_async(kt, ldk, a.k + row0 * K, rs * K, kChunk, c, K);
+  if constexpr (OWN_W) load_rows_async(wkt, ldk, a.w + row0 * K, rs * K, kChunk, c, K);
   load_rows_async(bvt, ldv, a.v + row0 * V, rs * V, kChunk, c, V);
   load_rows_async(dDt, ldv, static_cast<const E*>(w.dD) + wrow * V, V, kChunk, c, V);
   load_rows_async(dWyt, ldk, static_cast<const E*>(w.dWy) + wrow * K, K, kChunk, c, K);
@@ -268,7 +278,7 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
       else
         for (int r0 = 0; r0 <= n0; r0 += 16) mma16_wa<false, true>(acc, tdt, ldc, m0, Tt, ldc, n0, r0);
       if constexpr (D != Decay::per_key)
-        for (int d0 = 0; d0 < K; d0 += 16) mma16<false, true>(kk, kt, ldk, m0, kt, ldk, n0, d0);
+        for (int d0 = 0; d0 < K; d0 += 16) mma16<false, true>(kk, kt, ldk, m0, wkt, ldk, n0, d0);
     }
     [[maybe_unused]] float pcol[2][2] = {};
 #pragma unroll
@@ -313,7 +323,7 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   [[maybe_unused]] float* betak = rowp;  // per key: dβ's Σ_s dA_ts G_ts per row (rowp is unused per key)
   if constexpr (D == Decay::per_key) {
     __syncthreads();  // dA visible
-    pairwise_products(kt, kt, ldk, Gk, K, true, Gt, ldp);
+    pairwise_products(kt, wkt, ldk, Gk, K, true, Gt, ldp);
     for (int i = threadIdx.x; i < kChunk * ldf; i += blockDim.x) dXp[i] = 0.0f, dYp[i] = 0.0f;
     __syncthreads();
     if (threadIdx.x < kChunk) {  // dβ_t += Σ_s dA_ts G_ts, then dA ← β_t dA (the row's own entries)
@@ -324,13 +334,13 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
       for (int sc = 0; sc < t; ++sc) dAt[t * ldp + sc] *= bt[t];
     }
     __syncthreads();
-    pairwise_backward(kt, kt, ldk, Gk, K, 0, K, true, dAt, ldp, dXp, dYp, ldf, dbg, K, exp_unmasked);
+    pairwise_backward(kt, wkt, ldk, Gk, K, 0, K, true, dAt, ldp, dXp, dYp, ldf, dbg, K, exp_unmasked);
   } else {
     __syncthreads();  // E visible
   }
 
-  // dk += E K (E strictly lower: k-steps up to the strip), dw = dWk + Eᵀ K; written
-  // as narrow(dk) + narrow(dw), the read and the write key's gradients.
+  // dk += E W (E strictly lower: k-steps up to the strip), dw = dWk + Eᵀ K; written
+  // as narrow(dk) + narrow(dw), the read and the write key's gradients (OWN_W: apart).
   const float* dWk = w.dWk + wrow * K;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -339,7 +349,7 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
     Unit dw2;
     zero(dw2);
     if constexpr (D != Decay::per_key) {
-      for (int s0 = 0; s0 <= m0; s0 += 16) mma16_wa<false, false>(dk[i], Ew, ldc, m0, kt, ldk, n0, s0);
+      for (int s0 = 0; s0 <= m0; s0 += 16) mma16_wa<false, false>(dk[i], Ew, ldc, m0, wkt, ldk, n0, s0);
       for (int s0 = m0; s0 < kChunk; s0 += 16) mma16_wa<true, false>(dw2, Ew, ldc, m0, kt, ldk, n0, s0);
     }
 #pragma unroll
@@ -350,7 +360,9 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
         if (t >= c) continue;
         float dkv = dk[i][j][e], dwv = dWk[t * K + d] + dw2[j][e];
         if constexpr (D == Decay::per_key) dkv += dXp[t * ldf + d], dwv += dYp[t * ldf + d];
-        put_grad(a.dk_out, a.out.dk, (row0 + t * rs) * K + d, narrow<E>(dkv) + narrow<E>(dwv));
+        const std::int64_t at = (row0 + t * rs) * K + d;
+        if constexpr (OWN_W) a.out.dk[at] = narrow<E>(dkv), a.out.dw[at] = narrow<E>(dwv);
+        else put_grad(a.dk_out, a.out.dk, at, narrow<E>(dkv) + narrow<E>(dwv));
       }
   }
   // dβ, narrowed (finish applies Kaczmarz's chain rule to it).
