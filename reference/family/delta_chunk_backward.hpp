@@ -192,8 +192,8 @@ void sub_chunk_products_backward_tf32(const Matrix<typename P::acc>& X, const Ma
 
 // The scalar-gate counterpart of sub_chunk_products_backward_tf32: every causal pair of the
 // chunk as flash-linear-attention's chunk_bwd_kernel_dqkwg forms them for a scalar gate
-// (fla/ops/common/chunk_o.py): dS_ts = dP_ts e^{b_t − b_s} over s ≤ t (s < t when strict)
-// read once as a TF32 operand, then dX = dS Y and dY = dSᵀ X as two tl.dot on fp32
+// (fla/ops/common/chunk_o.py): dS_ts = dP_ts e^{b_t − b_s} over s ≤ t (the output's
+// scores, the one product FLA forms this way) read once as a TF32 operand, then dX = dS Y and dY = dSᵀ X as two tl.dot on fp32
 // operands (TF32 on Hopper), and db from the identity's two sides, db_t += X_t · dX_t's
 // part and db_s −= Y_s · dY_s's part, as FLA forms dg = Σ_i q ⊙ dq − Σ_i k ⊙ dk. The pair
 // terms cancel in exact arithmetic; with Y rounded on the dX side and X on the dY side
@@ -203,8 +203,8 @@ void sub_chunk_products_backward_tf32(const Matrix<typename P::acc>& X, const Ma
 // cancels there exactly (docs/validating-fla/failures.md, the preconditioned op's
 // stress.long row).
 template <class P>
-void scalar_products_backward_tf32(Decay kind, const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y,
-                                   const Matrix<typename P::acc>& b, bool strict, const Matrix<typename P::acc>& dP,
+void scalar_products_backward_tf32(const Matrix<typename P::acc>& X, const Matrix<typename P::acc>& Y,
+                                   const Matrix<typename P::acc>& b, const Matrix<typename P::acc>& dP,
                                    Matrix<typename P::acc>& dX, Matrix<typename P::acc>& dY,
                                    Matrix<typename P::acc>& db) {
   using A = typename P::acc;
@@ -215,12 +215,11 @@ void scalar_products_backward_tf32(Decay kind, const Matrix<typename P::acc>& X,
   Matrix<A> ds, rx, ry, px, py;
   ds.assign(c, c, zero), rx.assign(c, K, zero), ry.assign(c, K, zero), px.assign(c, K, zero), py.assign(c, K, zero);
   for (int t = 0; t < c; ++t)
-    for (int s = 0; s <= (strict ? t - 1 : t); ++s)
-      ds(t, s) = R::round(kind == Decay::none ? dP(t, s) : dP(t, s) * decay_between(b, t, s, 0));
+    for (int s = 0; s <= t; ++s) ds(t, s) = R::round(dP(t, s) * decay_between(b, t, s, 0));
   for (int t = 0; t < c; ++t)
     for (int i = 0; i < K; ++i) rx(t, i) = R::round(X(t, i)), ry(t, i) = R::round(Y(t, i));
   for (int t = 0; t < c; ++t)
-    for (int s = 0; s <= (strict ? t - 1 : t); ++s)
+    for (int s = 0; s <= t; ++s)
       for (int i = 0; i < K; ++i) {
         mul_add_to(px(t, i), ds(t, s), ry(s, i));
         mul_add_to(py(s, i), ds(t, s), rx(t, i));
@@ -229,7 +228,6 @@ void scalar_products_backward_tf32(Decay kind, const Matrix<typename P::acc>& X,
     for (int i = 0; i < K; ++i) {
       dX(t, i) += px(t, i);
       dY(t, i) += py(t, i);
-      if (kind == Decay::none) continue;
       mul_add_to(db(t, 0), X(t, i), px(t, i));
       db(t, 0) -= Y(t, i) * py(t, i);
     }
@@ -405,7 +403,7 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     for (auto& x : w.dqd.a) x *= scale;
     chunk_gemm_nt<P>(w.dO, w.delta, w.dscores);
     for (auto& x : w.dscores.a) x *= scale;
-    if (scalar_tf32) scalar_products_backward_tf32<P>(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db);
+    if (scalar_tf32) scalar_products_backward_tf32<P>(w.q, w.w, w.b, w.dscores, w.dq, w.dw, w.db);
     else masked_decayed_products_backward(s.decay, w.q, w.w, w.b, false, w.dscores, w.dq, w.dw, w.db, across);
     if (across) sub_chunk_products_backward_tf32<P>(w.q, w.w, w.b, w.dscores, across, w.dq, w.dw, w.db);
     // mutant dq-first-token-intra-dropped: the chunk's first token gets no

@@ -109,8 +109,7 @@ TEST(FlaScalarTf32Pairs, TwoSidesRoundApartOnTf32Operands) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     // In double the TF32 operands are the identity: the same gradients as the shared-term form.
     OneChunk<double> form(seed), shared(seed);
-    scalar_products_backward_tf32<ExactPolicy<double>>(Decay::scalar, form.X, form.Y, form.b, false, form.dP, form.dX,
-                                                      form.dY, form.db);
+    scalar_products_backward_tf32<ExactPolicy<double>>(form.X, form.Y, form.b, form.dP, form.dX, form.dY, form.db);
     masked_decayed_products_backward(Decay::scalar, shared.X, shared.Y, shared.b, false, shared.dP, shared.dX, shared.dY,
                                      shared.db);
     for (const auto& [got, want] : {std::pair{&form.dX, &shared.dX}, {&form.dY, &shared.dY}, {&form.db, &shared.db}})
@@ -120,7 +119,7 @@ TEST(FlaScalarTf32Pairs, TwoSidesRoundApartOnTf32Operands) {
     // In fp32 with the operands read as TF32 (the bf16 policy's tf32_operand rounds for real).
     using P = Mixed16Policy<BF16Format>;
     OneChunk<float> tf(seed), sf(seed);
-    scalar_products_backward_tf32<P>(Decay::scalar, tf.X, tf.Y, tf.b, false, tf.dP, tf.dX, tf.dY, tf.db);
+    scalar_products_backward_tf32<P>(tf.X, tf.Y, tf.b, tf.dP, tf.dX, tf.dY, tf.db);
     masked_decayed_products_backward(Decay::scalar, sf.X, sf.Y, sf.b, false, sf.dP, sf.dX, sf.dY, sf.db);
     const double terms = tf.terms(), u_tf32 = std::ldexp(1.0, -11), u_fp32 = std::ldexp(1.0, -24);
     // Shared terms: only fp32's roundings of the 64 rows' running sums (~2^11 additions
