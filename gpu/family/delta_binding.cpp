@@ -26,8 +26,8 @@ TensorMap<double> run_delta_backward(const DeltaBinding&, Form, const TensorMap<
 namespace {
 
 // PGDN's preconditioner inputs on the device (PDN §3.3; gpu/family/atk_chunk.cu) and
-// its write keys k̃ = B ⊙ k computed there into `k_tilde` (fp32, in `dtype`). The
-// preconditioner reads the key the delta core reads: normalised and stored in the
+// the buffer its write keys k̃ = B ⊙ k go to (in the dtype; atk_write_keys fills it).
+// The preconditioner reads the key the delta core reads: normalised and stored in the
 // dtype under use_qk_l2norm_in_kernel, as the chunk forms' qk_of_stored (FLA's chunk
 // ops hand their l2norm_fwd output to both).
 struct Precond {
