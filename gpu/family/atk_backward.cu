@@ -24,16 +24,12 @@
 #include "gpu/core/check.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/seqs.cuh"
+#include "gpu/family/delta_backward_finish.cuh"
 
 namespace ttr::gpu::atk {
 namespace {
 
 constexpr int kMaxK = 128, kWarps = kMaxK / 32;
-
-__device__ inline float warp_sum(float x) {
-  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 // A_t from A_{t−1}: one rounding for the decayed state and the new moment.
 __device__ inline float step(float decay, float prev, float kk, float beta) { return fmaf(decay, prev, beta * (kk * kk)); }
@@ -83,7 +79,7 @@ __global__ void __launch_bounds__(kMaxK) sweep(AtkBackwardArgs args, const float
       dk_atk[row * K + i] = dki;
       D *= decay;
     }
-    dG = warp_sum(dG), db = warp_sum(db);
+    dG = delta_backward::sum32(dG), db = delta_backward::sum32(db);
     const int par = t & 1;
     if (lane == 0) red[par][0][warp] = dG, red[par][1][warp] = db;
     __syncthreads();  // a parity's slots are rewritten two tokens later, after the next barrier

@@ -176,8 +176,8 @@ void launch(const DeltaBackwardArgs& x) {
   a.s = s;
   a.q = static_cast<const E*>(f.q), a.k = static_cast<const E*>(f.k), a.v = static_cast<const E*>(f.v);
   a.beta = static_cast<const E*>(f.beta), a.do_ = static_cast<const E*>(x.do_);
-  a.own_w = f.w != nullptr;
-  a.w = a.own_w ? static_cast<const E*>(f.w) : a.k;
+  const bool own_w = f.w != nullptr;  // the preconditioned layers' k̃
+  a.w = own_w ? static_cast<const E*>(f.w) : a.k;
   a.dht = x.dht, a.dh0 = x.dh0, a.dv = static_cast<E*>(x.dv);
   a.out.dw = nullptr;  // wy writes dk + dw (own_w: apart, below)
   float* dk_atk = nullptr;
@@ -220,12 +220,12 @@ void launch(const DeltaBackwardArgs& x) {
     });
     TTR_CUDA_CHECK_LAUNCH("chunk backward dqkwg");
     timer.mark(5);
-    const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s, a.own_w);
+    const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s, own_w);
     with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
       // A write key of its own: the preconditioned layers, whose gate is scalar (validate).
       if constexpr (D == Decay::scalar)
-        if (a.own_w) {
+        if (own_w) {
           set_smem(chunk_bwd::wy<E, D, KV, true>, sm6);
           chunk_bwd::wy<E, D, KV, true><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
           return;

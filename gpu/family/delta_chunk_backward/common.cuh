@@ -57,14 +57,13 @@ template <class E>
 struct Args {
   Shape s;
   const E *q, *k, *v, *beta, *do_;
-  // The write key: k itself, or the preconditioned layers' k̃ (own_w), whose
-  // gradient then goes to out.dw apart from the read key's (wy's OWN_W).
+  // The write key: k itself, or the preconditioned layers' k̃, whose gradient then
+  // goes to out.dw apart from the read key's (wy's OWN_W).
   const E* w;
-  bool own_w;
   const float* dht;  // optional
   float* dh0;        // optional
   E* dv;
-  delta_backward::DeltaGradPartials out;  // dq (scaled), dk (read + write key; own_w: read), dw (own_w), dg, dbeta
+  delta_backward::DeltaGradPartials out;  // dq (scaled), dk (read + write key, or read), dw (k̃'s), dg, dbeta
   float scale, eps;
   bool kaczmarz;
   Mutant mutant;  // a catalogued bug (gpu/core/mutant.cuh), Mutant::none normally

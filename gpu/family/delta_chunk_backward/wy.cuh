@@ -3,7 +3,7 @@
 // (reference/family/delta_chunk_backward.hpp). With X = Diag(β)(K ⊙ e^{b}) and
 // Y = Diag(β) V as the forward narrows them (bk, bv), T the forward's narrowed
 // inverse (I + A)⁻¹, A = Diag(β) G, G_ts = (K Wᵀ)_ts e^{b_t − b_s} on s < t (W the
-// write keys: K itself, or the preconditioned layers' k̃: OWN_W, Args::own_w):
+// write keys: K itself, or the preconditioned layers' k̃ in Args::w: OWN_W):
 //   dT  = dΔ bvᵀ + dWy bkᵀ on s < t      (dU = dΔ; dWy from stage 5)
 //   dbv = Tᵀ dΔ:  dv = β ⊙ dbv,  dβ_t += Σ_j dbv_tj v_tj
 //   dbk = Tᵀ dWy: dk = β e^{b} ⊙ dbk,  dβ_t += Σ_d dbk_td kd_td,  db_t += Σ_d dbk_td bk_td
