@@ -355,13 +355,13 @@ std::vector<MutantInfo> build() {
         "bit-identical to the correct form unless some H_t is exactly 0 (β = 0 or k = 0 at every token since the "
         "start, no hkk0); also NaN under solver=exact (a singular solve); cg stops at pᵀAp = 0 and is unaffected");
   }
-  // The delta family's backward bugs are planted in the CUDA chunk backward too
-  // (gpu/family/delta_chunk_backward.cu names each one's stage); GKA's chunk
-  // backward has no CUDA kernel (its CUDA backward is the recurrent one).
+  // The backward bugs are planted in the CUDA chunk backward kernels too
+  // (gpu/family/delta_chunk_backward.cu and gpu/gka/chunk_backward.cu name each
+  // one's stage).
   const std::size_t first_backward = c.size();
   add_backward(add);
-  for (std::size_t i = first_backward; i < c.size(); ++i) c[i].cuda = true;
   add_gka_backward(add);
+  for (std::size_t i = first_backward; i < c.size(); ++i) c[i].cuda = true;
   // Varlen bugs (FLA #836, #837, PR #955), planted in the slicer (oracles/slices.hpp):
   // they need a varlen batch (cu_seqlens) and are proven by tests/varlen/varlen_mutants_test.cpp.
   {

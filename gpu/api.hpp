@@ -315,10 +315,20 @@ struct GkaBackwardArgs {
   float* dalpha = nullptr;
   float* dh0 = nullptr;
   float* dhkk0 = nullptr;
+  // A catalogued bug planted in the chunk backward (gate/mutants.hpp, GKA's `cuda`
+  // entries; builds with TTR_CUDA_MUTANTS). The recurrent kernel ignores it.
+  Mutant mutant = Mutant::none;
 };
 // Shapes as validate(GkaArgs); throws std::invalid_argument naming the field.
 void validate(const GkaBackwardArgs& a);
 void gka_sequential_backward(const GkaBackwardArgs& a);
+// The chunk backward (gpu/gka/chunk_backward.cu), chunk 64: the adjoint of the chunk
+// form with the Chebyshev solve differentiated by GKA Alg. 2 for all tokens of a
+// chunk at once (reference/gka/chunk_backward.hpp on the device). Arguments and
+// outputs as gka_sequential_backward; the workspace (⌈T/64⌉·K(K+V) floats per head
+// for the chunk-initial states, about 3K(K+V) + 64(22K + 4V + 6·64 + iters + 1) for
+// the chunk's matrices, plus dq, dk in fp32) is allocated on the stream and freed.
+void gka_chunk_backward(const GkaBackwardArgs& a);
 
 // Device queries (no exception when there is no device: returns 0 / empty).
 int device_count();

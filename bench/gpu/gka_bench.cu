@@ -1,7 +1,9 @@
 // Times GKA's chunk forward (gpu/gka/chunk.cu) against its recurrent kernel
-// (gpu/gka/sequential.cu) on the same inputs, solver = chebyshev: median of
-// CUDA-event timings, the chunk kernel's achieved TFLOP/s (products counted
-// below), and the relative RMS difference of the two kernels' o.
+// (gpu/gka/sequential.cu), and the chunk backward (gpu/gka/chunk_backward.cu)
+// against the recurrent backward (gpu/gka/sequential_backward.cu), on the same
+// inputs (and cotangent do), solver = chebyshev: median of CUDA-event timings, the
+// chunk kernels' achieved TFLOP/s (products counted below), and the relative RMS
+// difference of the two kernels' o, dq, dk, dv.
 // Usage: gka_bench [B T H K V iters reps] (default the issue's shape B=4 T=4096
 // H=8 K=V=128, 30 iterations, 10 repetitions; the recurrent kernel 3).
 #include <cuda_bf16.h>
@@ -25,6 +27,23 @@ double chunk_flops(double B, double T, double H, double K, double V, double iter
   const double C = 64, n = std::ceil(T / C);
   const double per = 2 * C * K * (K + V) + 2 * C * K * K + 2 * C * C * K + 2 * C * C * C +
                      iters * (2 * C * K * K + 4 * C * C * K) + 2 * C * K * V + 2 * C * C * K + 2 * C * C * V;
+  return B * H * n * per;
+}
+
+// Matrix-product FLOPs of the chunk backward per (b, h) chunk (gpu/gka/chunk_backward.cu):
+// the forward state pass and the recomputed forward (as above, without the readout),
+// the readout's adjoint (S_c do: 2CKV + 2C²V + 2C²K; the rank-one pass 2CKV + 2CKV +
+// 2C²K + 2C²V + 2C²K + 2C²V), the Lemma 2 solve (r steps as the forward's), per
+// reversed step A ξ and Aᵀ dξ (2 × (2CK² + 4C²K)) and the rank-one pass (6CK² + 8C²K),
+// eq. (5)'s adjoint (2CK² + 4CK² + 2C³ + 2C²K) and the state passing's (4CK² + 4CKV).
+double chunk_backward_flops(double B, double T, double H, double K, double V, double iters) {
+  const double C = 64, n = std::ceil(T / C);
+  const double step = 2 * C * K * K + 4 * C * C * K;
+  const double per = 2 * C * K * (K + V) + 2 * C * K * K + 2 * C * C * K + 2 * C * C * C + iters * step +
+                     (2 * C * K * V + 2 * C * C * V + 2 * C * C * K) +
+                     (4 * C * K * V + 4 * C * C * K + 4 * C * C * V) + iters * step +
+                     iters * (2 * step + 6 * C * K * K + 8 * C * C * K) + (6 * C * K * K + 2 * C * C * C + 2 * C * C * K) +
+                     (4 * C * K * K + 4 * C * K * V);
   return B * H * n * per;
 }
 
@@ -59,7 +78,7 @@ int main(int argc, char** argv) {
   const float* dg = static_cast<const float*>(dev(g.data(), rows * 4));
   const float* dbeta = static_cast<const float*>(dev(beta.data(), rows * 4));
   const double flops = chunk_flops(B, T, H, K, V, iters);
-  std::printf("gka forward (chebyshev, %d iterations) B=%d T=%d H=%d K=%d V=%d, median ms (chunk of %d, recurrent of %d)\n",
+  std::printf("gka forward and backward (chebyshev, %d iterations) B=%d T=%d H=%d K=%d V=%d, median ms (chunk of %d, recurrent of %d)\n",
               iters, B, T, H, K, V, reps, std::max(1, reps / 3));
   for (int bf = 1; bf >= 0; --bf) {
     const std::size_t es = bf ? 2 : 4;
@@ -97,6 +116,55 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < nv; ++i) num += (x[i] - y[i]) * double(x[i] - y[i]), den += double(y[i]) * y[i];
     std::printf("%s  chunk %.3f (%.1f TFLOP/s)  recurrent %.3f  recurrent/chunk %.1fx  o rel-rms(chunk-rec) %.2e\n",
                 bf ? "bf16" : "fp32", tc, flops / (tc * 1e-3) / 1e12, tr, tr / tc, std::sqrt(num / den));
+    // The backward kernels on the same inputs, cotangent do ~ N(0, 1).
+    std::vector<float> dov(nv);
+    for (auto& x : dov) x = normal(rng);
+    ttr::gpu::GkaBackwardArgs ba;
+    ba.fwd = a;
+    if (bf) {
+      const auto db = to_bf16(dov);
+      ba.do_ = dev(db.data(), nv * 2);
+    } else {
+      ba.do_ = dev(dov.data(), nv * 4);
+    }
+    void *gq[2], *gk[2], *gv[2], *gg[2], *gb[2];
+    for (int side = 0; side < 2; ++side) {
+      BENCH_CHECK(cudaMalloc(&gq[side], nq * es));
+      BENCH_CHECK(cudaMalloc(&gk[side], nq * es));
+      BENCH_CHECK(cudaMalloc(&gv[side], nv * es));
+      BENCH_CHECK(cudaMalloc(&gg[side], rows * 4));
+      BENCH_CHECK(cudaMalloc(&gb[side], rows * 4));
+    }
+    auto grads = [&](int side) {
+      ttr::gpu::GkaBackwardArgs x = ba;
+      x.dq = gq[side], x.dk = gk[side], x.dv = gv[side];
+      x.dg = static_cast<float*>(gg[side]), x.dbeta = static_cast<float*>(gb[side]);
+      return x;
+    };
+    const ttr::gpu::GkaBackwardArgs bc = grads(0), br = grads(1);
+    const double bwc = ttr::bench::median_ms([&] { ttr::gpu::gka_chunk_backward(bc); }, reps);
+    const double bwr = ttr::bench::median_ms([&] { ttr::gpu::gka_sequential_backward(br); }, std::max(1, reps / 3));
+    auto rel_rms = [&](void* c, void* r, std::size_t n) {
+      std::vector<float> xc(n), xr(n);
+      if (bf) {
+        std::vector<__nv_bfloat16> h(n);
+        BENCH_CHECK(cudaMemcpy(h.data(), c, n * 2, cudaMemcpyDeviceToHost));
+        for (std::size_t i = 0; i < n; ++i) xc[i] = __bfloat162float(h[i]);
+        BENCH_CHECK(cudaMemcpy(h.data(), r, n * 2, cudaMemcpyDeviceToHost));
+        for (std::size_t i = 0; i < n; ++i) xr[i] = __bfloat162float(h[i]);
+      } else {
+        BENCH_CHECK(cudaMemcpy(xc.data(), c, n * 4, cudaMemcpyDeviceToHost));
+        BENCH_CHECK(cudaMemcpy(xr.data(), r, n * 4, cudaMemcpyDeviceToHost));
+      }
+      double e = 0, d = 0;
+      for (std::size_t i = 0; i < n; ++i) e += (xc[i] - xr[i]) * double(xc[i] - xr[i]), d += double(xr[i]) * xr[i];
+      return std::sqrt(e / d);
+    };
+    const double bflops = chunk_backward_flops(B, T, H, K, V, iters);
+    std::printf("%s  backward: chunk %.3f (%.1f TFLOP/s)  recurrent %.3f  recurrent/chunk %.1fx  "
+                "forward+backward: chunk %.3f  recurrent %.3f  rel-rms(chunk-rec) dq %.2e dk %.2e dv %.2e\n",
+                bf ? "bf16" : "fp32", bwc, bflops / (bwc * 1e-3) / 1e12, bwr, bwr / bwc, tc + bwc, tr + bwr,
+                rel_rms(gq[0], gq[1], nq), rel_rms(gk[0], gk[1], nq), rel_rms(gv[0], gv[1], nv));
   }
   return 0;
 }

@@ -3,8 +3,9 @@
 // H, S, ‖H‖_F and every product, and the padded block of H + λI is λI with a
 // zero right-hand side, so the padded x coordinates stay 0); g, β, α and the
 // states fp32 (the CPU chunk form's acc).
-// The backward direction on the recurrent backward kernel (gpu/gka/
-// sequential_backward.cu), the GPU's own reference for GKA's gradients.
+// The backward direction on the chunk backward kernel (gpu/gka/chunk_backward.cu,
+// GKA Alg. 2) and the recurrent one (gpu/gka/sequential_backward.cu), the GPU's own
+// reference for GKA's gradients.
 // Declared in oracles/layers/layers.def (TTR_KERNEL lines).
 #include <cmath>
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "oracles/error.hpp"
 #include "oracles/runner.hpp"
 #include "oracles/spec.hpp"
+#include "reference/core/mutant.hpp"
 
 namespace ttr::kernels {
 namespace {
@@ -30,7 +32,7 @@ TensorMap<double> run(Form, const TensorMap<double>&, const Config& cfg, Tier, c
   require_chebyshev(cfg);
   device::throw_not_built();
 }
-TensorMap<double> run_backward(const TensorMap<double>&, const Config& cfg, Tier, const KernelOptions&) {
+TensorMap<double> run_backward(Form, const TensorMap<double>&, const Config& cfg, Tier, const KernelOptions&) {
   require_chebyshev(cfg);
   device::throw_not_built();
 }
@@ -106,12 +108,13 @@ TensorMap<double> run(Form form, const TensorMap<double>& in, const Config& cfg,
   return out;
 }
 
-// The recurrent backward kernel (gpu/gka/sequential_backward.cu): the forward's
+// A backward kernel (the chunk one, or the recurrent one): the forward's
 // inputs (q, k, v and the cotangent do in the dtype, the rest fp32, padded as the
 // forward) and the cotangents dht, dhkk; under use_qk_l2norm_in_kernel the kernel
 // reads the rows normalised on the device (as the forward) and the chain rule the
 // rows as given. The gradients of the inputs given, by their names.
-TensorMap<double> run_backward(const TensorMap<double>& in, const Config& cfg, Tier dtype, const KernelOptions& opt) {
+TensorMap<double> run_backward(Form form, const TensorMap<double>& in, const Config& cfg, Tier dtype,
+                               const KernelOptions& opt) {
   require_chebyshev(cfg);
   const bool bf16 = kernel_dtype_is_bf16(dtype);
   const Tensor<double>& q = in.at("q");
@@ -164,7 +167,12 @@ TensorMap<double> run_backward(const TensorMap<double>& in, const Config& cfg, T
   a.dq = gdq.get(), a.dk = gdk.get(), a.dv = gdv.get(), a.dg = static_cast<float*>(gdg.get());
   a.dbeta = static_cast<float*>(gdbeta.get()), a.dalpha = static_cast<float*>(gdalpha.get());
   a.dh0 = static_cast<float*>(gdh0.get()), a.dhkk0 = static_cast<float*>(gdhkk0.get());
-  gpu::gka_sequential_backward(a);
+  if (form == Form::chunk) {
+    a.mutant = active_mutant();  // the caller's switch reaches the chunk kernel's CUDA mutants
+    gpu::gka_chunk_backward(a);
+  } else {
+    gpu::gka_sequential_backward(a);
+  }
   gpu::synchronize();
   TensorMap<double> out;
   out["dq"] = download_unpadded(gdq, {B, T, H, K}, Kp, bf16);
@@ -183,7 +191,12 @@ TensorMap<double> run_backward(const TensorMap<double>& in, const Config& cfg, T
 
 TensorMap<double> gka__cuda__sequential__backward(const TensorMap<double>& in, const Config& cfg, Tier dtype,
                                                   const KernelOptions& opt) {
-  return run_backward(in, cfg, dtype, opt);
+  return run_backward(Form::sequential, in, cfg, dtype, opt);
+}
+
+TensorMap<double> gka__cuda__chunk__backward(const TensorMap<double>& in, const Config& cfg, Tier dtype,
+                                             const KernelOptions& opt) {
+  return run_backward(Form::chunk, in, cfg, dtype, opt);
 }
 
 TensorMap<double> gka__cuda__chunk__forward(const TensorMap<double>& in, const Config& cfg, Tier dtype,

@@ -47,7 +47,7 @@
 #include "gpu/core/launch.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/seqs.cuh"
-#include "gpu/family/delta_backward_finish.cuh"
+#include "gpu/gka/backward_finish.cuh"
 
 namespace ttr::gpu {
 namespace {
@@ -383,38 +383,6 @@ __global__ void __launch_bounds__(kThreads, 1) backward_kernel(Params p, const E
     }
 }
 
-// dq, dk from the fp32 workspace to the dtype, a warp per token row; under
-// use_qk_l2norm_in_kernel through the L2 norm's chain rule dx = r(dy − y⟨y, dy⟩)
-// from the rows as given (as the delta family's finish).
-template <class E>
-__global__ void __launch_bounds__(256) gka_finish(std::int64_t rows, int K, const float* __restrict__ gq_in,
-                                                  const float* __restrict__ gk_in, const E* __restrict__ q_raw,
-                                                  const E* __restrict__ k_raw, float eps, E* __restrict__ dq,
-                                                  E* __restrict__ dk) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= rows) return;  // whole warps leave together
-  const int lane = threadIdx.x % 32;
-  float gq[4], gk[4];
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int i = lane + 32 * c;
-    gq[c] = i < K ? gq_in[row * K + i] : 0.0f;
-    gk[c] = i < K ? gk_in[row * K + i] : 0.0f;
-  }
-  if (q_raw) {
-    delta_backward::l2norm_backward_row(q_raw + row * K, gq, K, eps);
-    delta_backward::l2norm_backward_row(k_raw + row * K, gk, K, eps);
-  }
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int i = lane + 32 * c;
-    if (i < K) {
-      dq[row * K + i] = Elem<E>::from_float(gq[c]);
-      dk[row * K + i] = Elem<E>::from_float(gk[c]);
-    }
-  }
-}
-
 template <class E>
 void launch(const GkaBackwardArgs& a) {
   const GkaArgs& f = a.fwd;
@@ -448,12 +416,7 @@ void launch(const GkaBackwardArgs& a) {
         work);
     TTR_CUDA_CHECK_LAUNCH("gka backward_kernel");
     // dq, dk to the dtype (the L2 norm's chain rule first, when the kernel normalised q and k).
-    const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
-    if (blocks > 0)  // none when every sequence of a varlen batch is empty
-    gka_finish<E><<<blocks, 256, 0, stream>>>(rows, f.K, work.dq, work.dk, static_cast<const E*>(a.q_raw),
-                                              static_cast<const E*>(a.k_raw), a.l2_eps, static_cast<E*>(a.dq),
-                                              static_cast<E*>(a.dk));
-    TTR_CUDA_CHECK_LAUNCH("gka backward finish");
+    gka_backward::launch_finish<E>(a, rows, work.dq, work.dk, stream);
   } catch (...) {
     (void)cudaFreeAsync(ws, stream);
     throw;

@@ -1,14 +1,16 @@
 // The CUDA counterparts of the mutant catalogue's backward bugs (gate/mutants.hpp,
 // its `cuda` entries; gpu/core/mutant.cuh, planted in the stages of
-// gpu/family/delta_chunk_backward.cu): each one, on every layer it targets that has
-// a CUDA chunk backward kernel, in bf16 and in fp32, under the conditions it lists,
-// must be failed by the judge the GPU gate uses (the MPFR backward oracle, the
-// chunk backward form's model at C = 64); switched off, the kernel's gradients are
-// bit-identical to a run before it; and the correct kernel on the inputs a mutant
-// needs (strong decays, L2-normalised q, k) passes. Label `gpu`; skipped without a
-// device or in a build without TTR_CUDA_MUTANTS.
+// gpu/family/delta_chunk_backward.cu and gpu/gka/chunk_backward.cu): each one, on
+// every layer it targets that has a CUDA chunk backward kernel, in bf16 and in fp32
+// (two of GKA's in fp32 only, below), under the conditions it lists, must be failed
+// by the judge the GPU gate uses (the MPFR backward oracle, the chunk backward
+// form's model at C = 64); switched off, the kernel's gradients are bit-identical
+// to a run before it; and the correct kernel on the inputs a mutant needs (strong
+// decays, L2-normalised q, k) passes. Label `gpu`; skipped without a device or in a
+// build without TTR_CUDA_MUTANTS.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
@@ -17,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "gate/gate.hpp"
 #include "gate/judge.hpp"
 #include "gate/kernel_checks.hpp"
 #include "gate/mutants.hpp"
@@ -61,12 +64,24 @@ std::unique_ptr<Case> case_for(const LayerEntry& e, const MutantConditions& need
   Regime r;
   r.optional_inputs = true;
   VectorCase c{"mutant", "", dims(1, 150, 2, 32, 32), r, needs.config};
+  for (const auto& kv : gate_config(e.spec))  // gka: solver=chebyshev, the kernels' only solver
+    if (std::none_of(c.config.begin(), c.config.end(), [&](const auto& x) { return x.first == kv.first; }))
+      c.config.push_back(kv);
   auto out = std::make_unique<Case>();
   out->in = generate_backward_inputs(e.spec, c, seed);
   plant_special_input(needs.special, e.spec, out->in);
   out->cfg = Config::make(e.spec, c.config);
   out->judge = std::make_unique<Judge>(e, out->in, out->cfg, Arith{Tier::mpfr, 128}, Direction::backward);
   return out;
+}
+
+// Two of GKA's are smaller than bf16 GKA's own gradient error (dk ~50 u of bf16 at
+// r = 30: docs/error-model.md, "GKA's chunk backward"), and the CPU gate catches
+// them in fp32 only (docs/gate-teeth.md): a reverse loop one step short (a 4e-3
+// change) and an adjoint solve one step short (3e-4). In bf16 they are reported,
+// not required to fail.
+bool fp32_only(const std::string& mutant) {
+  return mutant == "gka-chebyshev-adjoint-step-short" || mutant == "gka-adjoint-solve-step-short";
 }
 
 TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
@@ -103,7 +118,9 @@ TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
         EXPECT_TRUE(bit_identical(after, before)) << tier_name(dtype) << ": the mutant left a trace";
         const CheckResult good = (*c.judge)(before, ms), bad = (*c.judge)(mutant, ms);
         EXPECT_TRUE(good.pass) << tier_name(dtype) << ": the correct kernel fails, max ratio " << worst_ratio(good);
-        EXPECT_FALSE(bad.pass) << tier_name(dtype) << ": the gate passes the mutant, max ratio " << worst_ratio(bad);
+        if (dtype == Tier::fp32 || !fp32_only(m.name)) {
+          EXPECT_FALSE(bad.pass) << tier_name(dtype) << ": the gate passes the mutant, max ratio " << worst_ratio(bad);
+        }
         std::string failing;
         for (const TensorVerdict& v : bad.tensors)
           if (v.present && !v.pass) failing += fmt::format(" {}={:.3g}{}", v.name, v.max_ratio, v.nan_count ? "(NaN)" : "");
@@ -114,7 +131,7 @@ TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
       }
     }
   }
-  EXPECT_GE(judged, 2 * 18);  // every mutant reaches at least one layer's kernel
+  EXPECT_GE(judged, 2 * (18 + 8));  // every mutant reaches at least one layer's kernel (delta family, gka)
 }
 
 // The gate's own path: check_kernels with KernelCheckOptions::mutant (what `gate

@@ -1,14 +1,19 @@
-// GPU tests of GKA's recurrent backward kernel (gpu/gka/sequential_backward.cu,
-// `TTR_KERNEL(gka, cuda, sequential, backward)`, solver = chebyshev): bf16 and
-// fp32 against the MPFR backward oracle (reference/gka/backward.hpp, the
-// hand-derived adjoint) under the model gate/kernel_checks.hpp gives it (the
-// sequential backward form's, gka declaring no chunk backward form) on the tiny
-// suite; checkpoint segments (T = 130: 64 + 64 + 2 tokens), every optional input
-// with its gradient (β, α, h0, hkk0) and both state cotangents, a fixed λ, K and V
-// padded to 16, use_qk_l2norm_in_kernel, fewer steps with ω₀ = 0; a planted wrong
-// gradient fails; repeated runs are bit-identical and a batch's heads equal the
-// same heads run alone. Outputs are poisoned with NaN before every run. Label
-// `gpu`; skipped without a device.
+// GPU tests of GKA's backward kernels, solver = chebyshev: the chunk backward
+// (gpu/gka/chunk_backward.cu, `TTR_KERNEL(gka, cuda, chunk, backward)`, GKA Alg. 2
+// for all tokens of a chunk at once) and the recurrent one
+// (gpu/gka/sequential_backward.cu, the GPU's own reference). bf16 and fp32 against
+// the MPFR backward oracle (reference/gka/backward.hpp, the hand-derived adjoint)
+// under the models gate/kernel_checks.hpp gives them (the chunk kernel: the chunk
+// backward form's at C = 64; the recurrent kernel: the sequential backward form's,
+// gka's chunk backward being another algorithm), and against each other (their
+// models in quadrature), on the tiny suite; chunk and checkpoint boundaries
+// (T = 130: 64 + 64 + 2 tokens; T = 200), every optional input with its gradient
+// (β, α, h0, hkk0) and both state cotangents, a fixed λ, K and V padded to 16,
+// use_qk_l2norm_in_kernel, fewer steps with ω₀ = 0, tokens with H_t = 0 under a
+// fixed λ (ρ = 0, where Alg. 2 cannot reverse); a planted wrong gradient fails;
+// repeated runs are bit-identical and a batch's heads equal the same heads run
+// alone. Outputs are poisoned with NaN before every run. Label `gpu`; skipped
+// without a device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -19,6 +24,7 @@
 #include "gate/error_model.hpp"
 #include "gate/judge.hpp"
 #include "gate/kernel_checks.hpp"
+#include "gate/mutants.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
 #include "tests/gpu/gpu_checks.hpp"
@@ -40,40 +46,49 @@ std::vector<VectorCase> with_gate_config(std::vector<VectorCase> cases) {
   return cases;
 }
 
+// Both kernels, and the chunk kernel against the recurrent one (their models in
+// quadrature: "chunk ≡ recurrent within the model").
 KernelCheckOptions backward_options() {
   KernelCheckOptions o;
-  o.forms = {Form::sequential};
+  o.forms = {Form::chunk, Form::sequential};
+  o.cross = true;
   o.direction = Direction::backward;
   o.launch.poison = true;
   return o;
 }
 
-TensorMap<double> run_backward(Tier dtype, const TensorMap<double>& in, const Config& cfg) {
+TensorMap<double> run_backward(Form form, Tier dtype, const TensorMap<double>& in, const Config& cfg) {
   KernelOptions opt;
   opt.poison = true;
-  return gka().kernel(Backend::cuda, Form::sequential, Direction::backward)->run(in, cfg, dtype, opt);
+  return gka().kernel(Backend::cuda, form, Direction::backward)->run(in, cfg, dtype, opt);
 }
 
-// Cases in parallel (test::check_units), reported in order: per case the kernel
-// in bf16 and in fp32.
+// Cases in parallel (test::check_units), reported in order: per case and dtype the
+// chunk kernel, the recurrent kernel and the two against each other.
 void check_cases(const std::vector<VectorCase>& cases, std::uint64_t seed) {
   std::vector<test::CheckUnit> units;
   for (const VectorCase& c : cases)
     units.push_back({c.name, &gka(), generate_backward_inputs(gka().spec, c, seed), Config::make(gka().spec, c.config)});
-  test::check_units(units, seed, backward_options(), 2, /*rounding=*/true);
+  test::check_units(units, seed, backward_options(), 6, /*rounding=*/true);
 }
 
-// Discoverable through the registry (run --device cuda --backward), and judged by
-// the sequential backward form's model: gka's chunk backward form is another
-// algorithm (Alg. 2 reverses the iteration the kernel stores), not its model.
-TEST(CudaGkaBackward, KernelIsDeclaredWithTheSequentialModel) {
+// Discoverable through the registry (run --device cuda --backward --form chunk|
+// sequential). The chunk kernel is judged by the chunk backward form's model at
+// C = 64 (its narrowing points are the form's); the recurrent kernel by the
+// sequential backward form's alone: gka's chunk backward form is another algorithm
+// (Alg. 2 reverses the iteration the recurrent kernel stores), not its model.
+TEST(CudaGkaBackward, KernelsAreDeclaredWithTheirModels) {
   ASSERT_NE(gka().kernel(Backend::cuda, Form::sequential, Direction::backward), nullptr);
-  EXPECT_EQ(gka().kernel(Backend::cuda, Form::chunk, Direction::backward), nullptr);
+  ASSERT_NE(gka().kernel(Backend::cuda, Form::chunk, Direction::backward), nullptr);
   for (Tier dtype : {Tier::bf16, Tier::fp32}) {
-    const ModelSpec ms = kernel_model(gka(), Form::sequential, dtype, 8, 1, Direction::backward);
-    EXPECT_EQ(ms.form, Form::sequential) << tier_name(dtype);
-    EXPECT_TRUE(ms.also.empty()) << tier_name(dtype);
-    EXPECT_EQ(ms.dtype, dtype);
+    const ModelSpec seq = kernel_model(gka(), Form::sequential, dtype, 8, 1, Direction::backward);
+    EXPECT_EQ(seq.form, Form::sequential) << tier_name(dtype);
+    EXPECT_TRUE(seq.also.empty()) << tier_name(dtype);
+    EXPECT_EQ(seq.dtype, dtype);
+    const ModelSpec chunk = kernel_model(gka(), Form::chunk, dtype, 8, 1, Direction::backward);
+    EXPECT_EQ(chunk.form, Form::chunk) << tier_name(dtype);
+    EXPECT_EQ(chunk.chunk_size, kKernelChunkSize) << tier_name(dtype);
+    EXPECT_EQ(chunk.dtype, dtype);
   }
 }
 
@@ -102,6 +117,34 @@ TEST(CudaGkaBackward, SegmentsOptionsAndPadding) {
               72);
 }
 
+// The chunk kernel's own edges: T = 200 (three full chunks and a partial one) at
+// K = 64, V = 48 with every optional input; a partial first-and-only chunk; and a
+// fixed λ with β = 0 on the first tokens (H_c = 0 there: ρ_c = 0, where Alg. 2
+// cannot reverse and the kernel takes ξ_{i−2} = ξ_{i−1}; gate/mutants.hpp's
+// zero_write_prefix input), beside β at its edges under a fixed λ.
+TEST(CudaGkaBackward, ChunkEdgesWideHeadsAndFlatTokens) {
+  TTR_REQUIRE_DEVICE();
+  Regime opt, edges;
+  opt.optional_inputs = true;
+  edges.beta_edges = true;
+  std::vector<VectorCase> cases = with_gate_config({
+      {"t200_k64_optional", "", dims(1, 200, 1, 64, 48), opt, {}},
+      {"t33_one_partial_chunk", "", dims(2, 33, 2, 32, 16), opt, {}},
+      {"t90_fixed_lambda_beta_edges", "", dims(1, 90, 2, 16, 16), edges, {{"lambda", "0.5"}}},
+  });
+  std::vector<test::CheckUnit> units;
+  for (const VectorCase& c : cases)
+    units.push_back({c.name, &gka(), generate_backward_inputs(gka().spec, c, 73), Config::make(gka().spec, c.config)});
+  // ρ = 0 tokens: a fixed λ and no write on the first 3 tokens (β = 0, no hkk0).
+  {
+    VectorCase c = with_gate_config({{"t100_fixed_lambda_zero_prefix", "", dims(1, 100, 2, 16, 16), {}, {{"lambda", "0.4"}}}})[0];
+    TensorMap<double> in = generate_backward_inputs(gka().spec, c, 74);
+    plant_special_input(SpecialInput::zero_write_prefix, gka().spec, in);
+    units.push_back({c.name, &gka(), std::move(in), Config::make(gka().spec, c.config)});
+  }
+  test::check_units(units, 73, backward_options(), 6, /*rounding=*/true);
+}
+
 // A planted bug must fail: the kernel's gradients on other inputs (another seed)
 // against this oracle, and one token's dk row with its sign flipped (found at
 // that token).
@@ -112,12 +155,13 @@ TEST(CudaGkaBackward, WrongGradientsFailTheJudge) {
                           other = generate_backward_inputs(gka().spec, c, 6);
   const Config cfg = Config::make(gka().spec, c.config);
   Judge judge(gka(), in, cfg, {Tier::mpfr, 128}, Direction::backward);
+  for (Form form : {Form::chunk, Form::sequential})
   for (Tier dtype : {Tier::bf16, Tier::fp32}) {
-    const std::string what = tier_name(dtype);
-    const ModelSpec ms = kernel_model(gka(), Form::sequential, dtype, 8, 5, Direction::backward);
-    const TensorMap<double> good = run_backward(dtype, in, cfg);
+    const std::string what = std::string(form_name(form)) + " " + tier_name(dtype);
+    const ModelSpec ms = kernel_model(gka(), form, dtype, 8, 5, Direction::backward);
+    const TensorMap<double> good = run_backward(form, dtype, in, cfg);
     EXPECT_TRUE(judge(good, ms).pass) << what;
-    EXPECT_FALSE(judge(run_backward(dtype, other, cfg), ms).pass) << what;
+    EXPECT_FALSE(judge(run_backward(form, dtype, other, cfg), ms).pass) << what;
     TensorMap<double> bad = good;
     Tensor<double>& dk = bad.at("dk");
     const std::int64_t K = dk.dim(3), H = dk.dim(2), t = 37;
@@ -144,13 +188,14 @@ TEST(CudaGkaBackward, RepeatedRunsAndHeadsAloneAreBitIdentical) {
   const TensorMap<double> in = generate_backward_inputs(gka().spec, big, 31);
   const Config cfg = Config::make(gka().spec, big.config);
   const LayerSpec bspec = backward_spec(gka().spec);
+  for (Form form : {Form::chunk, Form::sequential})
   for (Tier dtype : {Tier::bf16, Tier::fp32}) {
-    const std::string what = tier_name(dtype);
-    const auto first = run_backward(dtype, in, cfg);
+    const std::string what = std::string(form_name(form)) + " " + tier_name(dtype);
+    const auto first = run_backward(form, dtype, in, cfg);
     EXPECT_EQ(first.size(), 8u) << what;  // dq, dk, dv, dg, dbeta, dalpha, dh0, dhkk0
-    test::expect_same_bits(first, run_backward(dtype, in, cfg), what);
+    test::expect_same_bits(first, run_backward(form, dtype, in, cfg), what);
     for (const auto& [b, h] : std::vector<test::Head>{{0, 0}, {3, 15}}) {
-      const auto alone = run_backward(dtype, test::slice_head(bspec, in, b, h), cfg);
+      const auto alone = run_backward(form, dtype, test::slice_head(bspec, in, b, h), cfg);
       test::expect_head_equals_alone(bspec, first, alone, {b, h}, what);
     }
   }

@@ -239,21 +239,28 @@ TEST(Mutants, NeverReachTheSequentialForms) {
 // gpu_test.cpp proves each bites there) are exactly the delta family's chunk
 // backward bugs: every backward mutant that targets a delta chunk backward form
 // (the stages the CUDA chunk backward has), and no other.
-TEST(Mutants, CudaCounterpartsAreTheDeltaChunkBackwardBugs) {
-  std::size_t n = 0;
+// The CUDA counterparts are exactly the chunk backward bugs of the layers with a
+// CUDA chunk backward kernel planted with them: the delta family's
+// (gpu/family/delta_chunk_backward.cu) and GKA's (gpu/gka/chunk_backward.cu).
+TEST(Mutants, CudaCounterpartsAreTheChunkBackwardBugs) {
+  std::size_t n = 0, gka = 0;
   for (const MutantInfo& m : mutant_catalogue()) {
     if (std::count(m.needs.inputs.begin(), m.needs.inputs.end(), "cu_seqlens")) {
       EXPECT_FALSE(m.cuda) << m.name << ": the CUDA kernels take no cu_seqlens";
       continue;
     }
-    const bool delta_chunk_backward = m.direction() == Direction::backward &&
-                                      std::any_of(m.targets.begin(), m.targets.end(), [](const MutantTarget& t) {
-                                        return find_layer(t.layer).spec.family == "delta" && t.form == Form::chunk;
-                                      });
-    EXPECT_EQ(m.cuda, delta_chunk_backward) << m.name;
+    const auto chunk_backward_of = [&](const std::string& family) {
+      return m.direction() == Direction::backward &&
+             std::any_of(m.targets.begin(), m.targets.end(), [&](const MutantTarget& t) {
+               return find_layer(t.layer).spec.family == family && t.form == Form::chunk;
+             });
+    };
+    EXPECT_EQ(m.cuda, chunk_backward_of("delta") || chunk_backward_of("gka")) << m.name;
     n += m.cuda;
+    gka += m.cuda && chunk_backward_of("gka");
   }
-  EXPECT_EQ(n, 18u);
+  EXPECT_EQ(n, 18u + 8u);
+  EXPECT_EQ(gka, 8u);
   EXPECT_EQ(parse_cuda_mutant("dbeta-sign-flipped"), Mutant::dbeta_sign_flipped);
   EXPECT_EQ(parse_cuda_mutant("none"), Mutant::none);
   try {
