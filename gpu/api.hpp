@@ -325,9 +325,10 @@ void gka_sequential_backward(const GkaBackwardArgs& a);
 // The chunk backward (gpu/gka/chunk_backward.cu), chunk 64: the adjoint of the chunk
 // form with the Chebyshev solve differentiated by GKA Alg. 2 for all tokens of a
 // chunk at once (reference/gka/chunk_backward.hpp on the device). Arguments and
-// outputs as gka_sequential_backward; the workspace (⌈T/64⌉·K(K+V) floats per head
-// for the chunk-initial states, about 3K(K+V) + 64(22K + 4V + 6·64 + iters + 1) for
-// the chunk's matrices, plus dq, dk in fp32) is allocated on the stream and freed.
+// outputs as gka_sequential_backward; the workspace is allocated on the stream and
+// freed: per head and chunk 2K(K+V) + 64(K + V + 65) + 8 floats (the chunk-initial
+// states and the chunk's results), per multiprocessor K(K+V) + 64(21K + 3V + 5·64 +
+// iters + 1) (a block's matrices), dq and dk in fp32, K² per head.
 void gka_chunk_backward(const GkaBackwardArgs& a);
 
 // Device queries (no exception when there is no device: returns 0 / empty).

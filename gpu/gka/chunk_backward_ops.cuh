@@ -31,7 +31,7 @@ struct Scratch {
   float* sched;                     // kC×(r + 1): ω_0..ω_r per token
   float *gH, *gS, *gK, *gV, *gMt;   // ∂L/∂ of H_0, S_0, k, v, M̃: the chunk's outputs (ChunkOut)
   __host__ __device__ static std::size_t floats(int K, int V, int r) {
-    return 2 * std::size_t(K) * K + std::size_t(K) * V + 21 * std::size_t(kC) * K + 3 * std::size_t(kC) * V +
+    return std::size_t(K) * K + std::size_t(K) * V + 21 * std::size_t(kC) * K + 3 * std::size_t(kC) * V +
            5 * kC * kC + kC * (r + 1);
   }
   __device__ Scratch(float* p, int K, int V) {
