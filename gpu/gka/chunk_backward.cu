@@ -55,6 +55,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
@@ -76,6 +78,7 @@ struct Params {
   bool fixed;
   const std::int64_t* cu;  // varlen offsets (gpu/core/seqs.cuh), or nullptr; T then the longest sequence
   Mutant mutant;           // gate/mutants.hpp's GKA backward entries (gpu/core/mutant.cuh)
+  bool naive_gemm;         // TTR_GPU_GKA_BACKWARD_GEMM=naive (gka_chunk_ops::gemm)
 };
 
 // The inputs, gradients and workspaces of the four launches.
@@ -136,6 +139,8 @@ __device__ void load_keys(const Params& p, const Io<E>& io, std::int64_t first, 
 template <class E>
 __global__ void __launch_bounds__(kThreads, 1) state_pass(Params p, Io<E> io) {
   __shared__ Tokens tk;
+  if (threadIdx.x == 0) tk.naive = p.naive_gemm;
+  __syncthreads();
   const int K = p.K, V = p.V, nch = (p.T + kC - 1) / kC;
   const std::size_t W = std::size_t(K) * (K + V);
   Scratch s(io.scratch + std::size_t(blockIdx.x) * Scratch::floats(K, V, p.iters), K, V);
@@ -157,11 +162,11 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(Params p, Io<E> io) {
       const float* Vc = s.Vc;
       const float* Mt = s.Mt;
       gemm(
-          K, K, n, [=](int i, int j) { return nr(Kc[j * K + i] * Mt[j * kC + last]); },
+          tk, K, K, n, [=](int i, int j) { return nr(Kc[j * K + i] * Mt[j * kC + last]); },
           [=](int j, int l) { return Kc[j * K + l]; },
           [=](int i, int l, float x) { Hout[i * K + l] = fmaf(zl, Hin[i * K + l], x); });
       gemm(
-          K, V, n, [=](int i, int j) { return nr(Kc[j * K + i] * Mt[j * kC + last]); },
+          tk, K, V, n, [=](int i, int j) { return nr(Kc[j * K + i] * Mt[j * kC + last]); },
           [=](int j, int l) { return Vc[j * V + l]; },
           [=](int i, int l, float x) { Hout[K * K + i * V + l] = fmaf(zl, Hin[K * K + i * V + l], x); });
     }
@@ -173,6 +178,8 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(Params p, Io<E> io) {
 template <class E>
 __global__ void __launch_bounds__(kThreads, 1) chunk_adjoint(Params p, Io<E> io) {
   __shared__ Tokens tk;
+  if (threadIdx.x == 0) tk.naive = p.naive_gemm;
+  __syncthreads();
   const int K = p.K, V = p.V, r = p.iters, nch = (p.T + kC - 1) / kC;
   const std::size_t W = std::size_t(K) * (K + V);
   Scratch s(io.scratch + std::size_t(blockIdx.x) * Scratch::floats(K, V, r), K, V);
@@ -233,16 +240,16 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_adjoint(Params p, Io<E> io)
       float* GGM = s.GGM;
       const float* Mt = s.Mt;
       gemm(
-          n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return H0[i * K + l]; },
+          tk, n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return H0[i * K + l]; },
           [=](int j, int i, float x) { t1[j * K + i] = x; });
       float* quad = tk.quad;
       row_sums(
           n, K, [=](int j, int i) { return t1[j * K + i] * Kc[j * K + i]; }, [=](int j, float x) { quad[j] = x; });
       gemm(
-          n, n, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return Kc[i * K + l]; },
+          tk, n, n, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return Kc[i * K + l]; },
           [=](int j, int i, float x) { G[j * kC + i] = x; });
       gemm(
-          n, n, n, [=](int j, int i) { return nr(G[j * kC + i] * G[j * kC + i]); },
+          tk, n, n, n, [=](int j, int i) { return nr(G[j * kC + i] * G[j * kC + i]); },
           [=](int i, int c) { return nr(Mt[i * kC + c]); }, [=](int j, int c, float x) { GGM[j * kC + c] = x; });
       if (threadIdx.x < n) {
         const int c = threadIdx.x;
@@ -471,27 +478,27 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_adjoint(Params p, Io<E> io)
       float* gH = s.gH;
       // dH_0 += (Σ_c 2ψ_c ζ_c²) H_0 + Σ_j dq_j k_j k_jᵀ
       gemm(
-          K, K, n, [=](int i, int j) { return nr(Kc[j * K + i] * dquad[j]); }, [=](int j, int l) { return Kc[j * K + l]; },
+          tk, K, K, n, [=](int i, int j) { return nr(Kc[j * K + i] * dquad[j]); }, [=](int j, int l) { return Kc[j * K + l]; },
           [=](int i, int l, float x) { gH[i * K + l] += fmaf(dh0_scale, H0[i * K + l], x); });
       // dk_j += dq_j (H_0 + H_0ᵀ) k_j: rows of K H_0ᵀ (again: the reverse pass reused t1) and K H_0.
       float* t1 = s.t1;
       float* t2 = s.t2;
       float* gK = s.gK;
       gemm(
-          n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return H0[i * K + l]; },
+          tk, n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return H0[i * K + l]; },
           [=](int j, int i, float x) { t1[j * K + i] = x; });
       gemm(
-          n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return H0[l * K + i]; },
+          tk, n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return H0[l * K + i]; },
           [=](int j, int i, float x) { t2[j * K + i] = x; });
       for (int e = threadIdx.x; e < n * K; e += kThreads) gK[e] = fmaf(dquad[e / K], t1[e] + t2[e], gK[e]);
       __syncthreads();
       // d(G²) = M̃ diag(ψ) M̃ᵀ, dK += (4 G ⊙ d(G²)) K.
       float* cc = s.cc;
       gemm(
-          n, n, n, [=](int j, int c) { return nr(Mt[j * kC + c] * psi[c]); }, [=](int c, int i) { return nr(Mt[i * kC + c]); },
+          tk, n, n, n, [=](int j, int c) { return nr(Mt[j * kC + c] * psi[c]); }, [=](int c, int i) { return nr(Mt[i * kC + c]); },
           [=](int j, int i, float x) { cc[j * kC + i] = 4.0f * G[j * kC + i] * x; });
       gemm(
-          n, K, n, [=](int j, int l) { return nr(cc[j * kC + l]); }, [=](int l, int i) { return Kc[l * K + i]; },
+          tk, n, K, n, [=](int j, int l) { return nr(cc[j * kC + l]); }, [=](int l, int i) { return Kc[l * K + i]; },
           [=](int j, int i, float x) { gK[j * K + i] += x; });
     }
     // dq̂ and dα are final here (nothing after step 5 adds to them).
@@ -546,6 +553,8 @@ __global__ void __launch_bounds__(kThreads) carry(Params p, Io<E> io) {
 template <class E>
 __global__ void __launch_bounds__(kThreads, 1) chunk_finish(Params p, Io<E> io) {
   __shared__ Tokens tk;
+  if (threadIdx.x == 0) tk.naive = p.naive_gemm;
+  __syncthreads();
   const int K = p.K, V = p.V, nch = (p.T + kC - 1) / kC;
   const std::size_t W = std::size_t(K) * (K + V);
   Scratch s(io.scratch + std::size_t(blockIdx.x) * Scratch::floats(K, V, p.iters), K, V);
@@ -587,16 +596,16 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_finish(Params p, Io<E> io) 
       float* t3 = s.t3;
       float* tv = s.tv;
       gemm(
-          n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return nr(dH[i * K + l]); },
+          tk, n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return nr(dH[i * K + l]); },
           [=](int j, int i, float x) { t1[j * K + i] = x; });  // rows (dH k_j)ᵀ
       gemm(
-          n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return nr(dH[l * K + i]); },
+          tk, n, K, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return nr(dH[l * K + i]); },
           [=](int j, int i, float x) { t2[j * K + i] = x; });  // rows (dHᵀ k_j)ᵀ
       gemm(
-          n, K, V, [=](int j, int l) { return Vc[j * V + l]; }, [=](int l, int i) { return nr(dS[i * V + l]); },
+          tk, n, K, V, [=](int j, int l) { return Vc[j * V + l]; }, [=](int l, int i) { return nr(dS[i * V + l]); },
           [=](int j, int i, float x) { t3[j * K + i] = x; });  // rows (dS v_j)ᵀ
       gemm(
-          n, V, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return nr(dS[l * V + i]); },
+          tk, n, V, K, [=](int j, int l) { return Kc[j * K + l]; }, [=](int l, int i) { return nr(dS[l * V + i]); },
           [=](int j, int i, float x) { tv[j * V + i] = x; });  // rows (dSᵀ k_j)ᵀ
       const float* Mt = s.Mt;
       float* gK = s.gK;
@@ -686,8 +695,12 @@ void launch(const GkaBackwardArgs& a) {
            nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   io.states = take(n_states), io.chunks = take(n_chunks), io.scratch = take(n_scratch);
   io.final_dh = take(n_final), io.wdq = take(n_d), io.wdk = take(n_d);
+  // TTR_GPU_GKA_BACKWARD_GEMM=naive (read at every launch): every product by a thread
+  // per output element, the same sums in the same order as the tiled path (its check).
+  const char* gemm_env = std::getenv("TTR_GPU_GKA_BACKWARD_GEMM");
+  const bool naive = gemm_env && std::string(gemm_env) == "naive";
   const Params p{f.B,      f.T,          f.H,          f.K,     f.V,          f.iters, f.scale, f.a, f.lambda_value,
-                 f.omega0, f.fixed_lambda, f.cu_seqlens, a.mutant};
+                 f.omega0, f.fixed_lambda, f.cu_seqlens, a.mutant, naive};
   try {
     if (BH > 0) {
       state_pass<E><<<static_cast<unsigned>(pass_blocks), kThreads, 0, stream>>>(p, io);

@@ -17,6 +17,7 @@
 namespace ttr::gpu::gka_chunk_ops {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32, kC = 64;
+constexpr int kTile = 64, kTileK = 16;  // gemm: 64×64 output tiles, 16-deep operand tiles
 
 
 // A block's workspace for one chunk (fp32, row-major; n×· matrices have kC rows),
@@ -75,18 +76,63 @@ struct Tokens {
   float dlam[kC], dfro[kC], dzeta[kC], dalpha[kC], domega[kC], ds[kC], drho2[kC], db[kC], dbeta[kC], dg[kC];
   int degen[kC], active[kC], flat[kC];  // λ = 0; Alg. 2 reverses; ρ = 0 (see the header)
   float red[kWarps];
+  float tile_a[kTileK * kTile], tile_b[kTileK * kTile];  // gemm's operand tiles
+  int naive;  // gemm by the one-thread-per-element loop (TTR_GPU_GKA_BACKWARD_GEMM=naive)
 };
 
-// C(i, j) for i < m, j < n: store(i, j, Σ_{p<kd} A(i, p) B(p, j)), p in order, one thread
-// per element; a barrier after.
+// C(i, j) for i < m, j < n: store(i, j, Σ_{p<kd} A(i, p) B(p, j)), the sum taken by one
+// thread as fmaf(A(i, p), B(p, j), acc) for p = 0, 1, … in order, so both paths below give
+// the same bits: 64×64 output tiles, each thread 4×4 of them, from 16-deep tiles of A
+// and B staged in shared memory; or (tk.naive) a thread per element reading A and B
+// directly, the check of the first. A barrier after.
 template <class FA, class FB, class FS>
-__device__ __forceinline__ void gemm(int m, int n, int kd, FA A, FB B, FS store) {
-  for (int e = threadIdx.x; e < m * n; e += kThreads) {
-    const int i = e / n, j = e % n;
-    float acc = 0.0f;
-    for (int p = 0; p < kd; ++p) acc = fmaf(A(i, p), B(p, j), acc);
-    store(i, j, acc);
+__device__ __forceinline__ void gemm(Tokens& tk, int m, int n, int kd, FA A, FB B, FS store) {
+  if (tk.naive) {
+    for (int e = threadIdx.x; e < m * n; e += kThreads) {
+      const int i = e / n, j = e % n;
+      float acc = 0.0f;
+      for (int p = 0; p < kd; ++p) acc = fmaf(A(i, p), B(p, j), acc);
+      store(i, j, acc);
+    }
+    __syncthreads();
+    return;
   }
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;  // rows ty + 16a, columns tx + 16b of the tile
+  float* As = tk.tile_a;  // [p][row]
+  float* Bs = tk.tile_b;  // [p][column]
+  for (int i0 = 0; i0 < m; i0 += kTile)
+    for (int j0 = 0; j0 < n; j0 += kTile) {
+      float acc[4][4] = {};
+      for (int p0 = 0; p0 < kd; p0 += kTileK) {
+        const int pe = min(kTileK, kd - p0);
+        for (int e = threadIdx.x; e < kTileK * kTile; e += kThreads) {
+          const int pp = e / kTile, x = e % kTile;
+          As[e] = pp < pe && i0 + x < m ? A(i0 + x, p0 + pp) : 0.0f;
+          Bs[e] = pp < pe && j0 + x < n ? B(p0 + pp, j0 + x) : 0.0f;
+        }
+        __syncthreads();
+        for (int pp = 0; pp < pe; ++pp) {
+          float a[4], b[4];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            a[u] = As[pp * kTile + ty + 16 * u];
+            b[u] = Bs[pp * kTile + tx + 16 * u];
+          }
+#pragma unroll
+          for (int u = 0; u < 4; ++u)
+#pragma unroll
+            for (int w = 0; w < 4; ++w) acc[u][w] = fmaf(a[u], b[w], acc[u][w]);
+        }
+        __syncthreads();  // the tiles are rewritten next
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          const int i = i0 + ty + 16 * u, j = j0 + tx + 16 * w;
+          if (i < m && j < n) store(i, j, acc[u][w]);
+        }
+    }
   __syncthreads();
 }
 
@@ -134,18 +180,18 @@ struct Chunk {
     const float* Mt = s.Mt;
     const float* zeta = tk.zeta;
     gemm(
-        nn, nn, D, [=](int c, int q) { return narrow ? nr(W[c * D + q]) : W[c * D + q]; },
+        tk, nn, nn, D, [=](int c, int q) { return narrow ? nr(W[c * D + q]) : W[c * D + q]; },
         [=](int q, int j) { return R[j * D + q]; },
         [=](int c, int j, float v) { cc[c * kC + j] = j <= c ? v * Mt[j * kC + c] : 0.0f; });
     const int KK = K;
     gemm(
-        nn, KK, D, [=](int c, int q) { return narrow ? nr(W[c * D + q]) : W[c * D + q]; },
+        tk, nn, KK, D, [=](int c, int q) { return narrow ? nr(W[c * D + q]) : W[c * D + q]; },
         [=](int q, int i) { return transposed ? X0[q * KK + i] : X0[i * D + q]; },
         [=](int c, int i, float v) { Y[c * KK + i] = zeta[c] * v; });
     const float* Kc = s.Kc;
     const float* lam = tk.lam;
     gemm(
-        nn, KK, nn, [=](int c, int j) { return narrow ? nr(cc[c * kC + j]) : cc[c * kC + j]; },
+        tk, nn, KK, nn, [=](int c, int j) { return narrow ? nr(cc[c * kC + j]) : cc[c * kC + j]; },
         [=](int j, int i) { return Kc[j * KK + i]; },
         [=](int c, int i, float v) {
           const float y = Y[c * KK + i] + v;
@@ -162,7 +208,7 @@ struct Chunk {
     const int nn = n, KK = K;
     float* t = s.t3;
     gemm(
-        nn, KK, D, [=](int c, int q) { return nr(W[c * D + q]); }, [=](int q, int i) { return X0[i * D + q]; },
+        tk, nn, KK, D, [=](int c, int q) { return nr(W[c * D + q]); }, [=](int q, int i) { return X0[i * D + q]; },
         [=](int c, int i, float v) { t[c * KK + i] = v; });
     float* dzeta = tk.dzeta;
     row_sums(
@@ -170,16 +216,16 @@ struct Chunk {
         [=](int c, float v) { dzeta[c] += v; });
     const float* zeta = tk.zeta;
     gemm(
-        KK, D, nn, [=](int q, int c) { return nr(zeta[c] * U[c * KK + q]); },
+        tk, KK, D, nn, [=](int q, int c) { return nr(zeta[c] * U[c * KK + q]); },
         [=](int c, int q) { return nr(W[c * D + q]); }, [=](int i, int q, float v) { dX0[i * D + q] += v; });
     float* cc = s.cc;
     float* cc2 = s.cc2;
     const float* Kc = s.Kc;
     gemm(
-        nn, nn, KK, [=](int c, int q) { return nr(U[c * KK + q]); }, [=](int q, int j) { return Kc[j * KK + q]; },
+        tk, nn, nn, KK, [=](int c, int q) { return nr(U[c * KK + q]); }, [=](int q, int j) { return Kc[j * KK + q]; },
         [=](int c, int j, float v) { cc[c * kC + j] = v; });
     gemm(
-        nn, nn, D, [=](int c, int q) { return nr(W[c * D + q]); }, [=](int q, int j) { return R[j * D + q]; },
+        tk, nn, nn, D, [=](int c, int q) { return nr(W[c * D + q]); }, [=](int q, int j) { return R[j * D + q]; },
         [=](int c, int j, float v) { cc2[c * kC + j] = v; });
     float* gMt = s.gMt;
     const float* Mt = s.Mt;
@@ -197,10 +243,10 @@ struct Chunk {
     __syncthreads();
     float* gK = s.gK;
     gemm(
-        nn, KK, nn, [=](int j, int c) { return nr(cc2[c * kC + j]); }, [=](int c, int i) { return nr(U[c * KK + i]); },
+        tk, nn, KK, nn, [=](int j, int c) { return nr(cc2[c * kC + j]); }, [=](int c, int i) { return nr(U[c * KK + i]); },
         [=](int j, int i, float v) { gK[j * KK + i] += v; });
     gemm(
-        nn, D, nn, [=](int j, int c) { return nr(cc[c * kC + j]); }, [=](int c, int i) { return nr(W[c * D + i]); },
+        tk, nn, D, nn, [=](int j, int c) { return nr(cc[c * kC + j]); }, [=](int c, int i) { return nr(W[c * D + i]); },
         [=](int j, int i, float v) { dR[j * D + i] += v; });
   }
 
