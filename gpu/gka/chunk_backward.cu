@@ -27,7 +27,8 @@
 // reverse (GKA Remark 2; b_i = 1 − ν_i = 0). The CPU form takes the dense sequential
 // adjoint there; here, since ν_i = 1 and A_c = λ_c I make every iterate ξ_i = q̂/λ_c,
 // the reversal takes ξ_{i−2} = ξ_{i−1} (and the momentum terms, weighted by ρ², vanish):
-// the same gradient in exact arithmetic, with no O(K²) per token.
+// the same gradient in exact arithmetic, with no O(K²) per token. The CPU form proves it
+// (GkaBackwardOptions::chebyshev_flat_reversal; tests/backward/gka_chunk_backward_test.cpp).
 //
 // Arithmetic: the CPU form's under P = the dtype (its narrowing points, in the
 // same places: docs/error-model.md, "GKA's chunk backward"): q, k, v, do as stored,

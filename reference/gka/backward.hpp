@@ -83,6 +83,11 @@ struct GkaBackwardOptions {
   bool chebyshev_bounds_gradient = true;  // false: GKA App. C.1's constant L, μ
   GkaChebyshevBackward chebyshev = GkaChebyshevBackward::unrolled;
   std::int64_t checkpoint_every = 0;      // C; 0: ⌈√T⌉
+  // The chunk backward's tokens with ρ = 0 (a fixed λ, H_c = 0), where Alg. 2 cannot
+  // reverse: false, the dense sequential adjoint (chunk_backward.hpp); true, Alg. 2 with
+  // ξ_{i−2} = ξ_{i−1} (every iterate is q̂/λ there), the CUDA kernel's route
+  // (gpu/gka/chunk_backward.cu), kept here to prove it gives the same gradient.
+  bool chebyshev_flat_reversal = false;
 };
 
 // The checkpoint spacing used for a sequence of `len` tokens.

@@ -98,9 +98,11 @@ void gka_add_ridge(const std::vector<T>& lam, const Matrix<T>& W, Matrix<T>& Y) 
 // Step 4 for the tokens Alg. 2 can reverse (not degenerate, ρ_c ≠ 0): adds to w.dSq,
 // w.dlam, w.dfro and the chunk adjoint w.g; marks in w.dense the tokens it leaves to
 // gka_chunk_dense_solve_backward.
+// flat_reversal: tokens with ρ_c = 0 reversed by Alg. 2 with ξ_{i−2} = ξ_{i−1} instead
+// of the dense route (GkaBackwardOptions::chebyshev_flat_reversal).
 template <class P>
 void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const GkaOptions& opt, bool bounds,
-                                       GkaChunkBackwardWork<P>& w) {
+                                       bool flat_reversal, GkaChunkBackwardWork<P>& w) {
   using T = typename P::acc;
   const T zero = from_double<T>(0.0), one = from_double<T>(1.0), two = from_double<T>(2.0),
           four = from_double<T>(4.0);
@@ -114,7 +116,7 @@ void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const 
   GkaOptions adjoint_opt = opt;  // Lemma 2's solve: the forward's r steps
   if (mutated(Mutant::gka_adjoint_solve_step_short)) adjoint_opt.iters = std::max(0, r - 1);
   std::vector<T> rho2(static_cast<std::size_t>(n), zero);
-  std::vector<char> active(static_cast<std::size_t>(n), 0);
+  std::vector<char> active(static_cast<std::size_t>(n), 0), flat(static_cast<std::size_t>(n), 0);
   w.s_sum.assign(static_cast<std::size_t>(n), zero);
   w.sched.assign(n, r + 1, zero);
   for (int c = 0; c < n; ++c) {
@@ -122,10 +124,13 @@ void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const 
     const T L = w.s.fro[c] + w.s.lam[c], mu = w.s.lam[c];
     w.s_sum[c] = L + mu;
     const T rho = (L - mu) / w.s_sum[c];
-    if (rho == zero) {  // GKA Remark 2: Alg. 2 cannot reverse; the dense route
+    if (rho == zero && !flat_reversal) {  // GKA Remark 2: Alg. 2 cannot reverse; the dense route
       w.dense[c] = 1;
       continue;
     }
+    // Else with ρ = 0: ν_i = 1 and A_c = λ_c I (H_c = 0) make every iterate q̂/λ_c, so
+    // ξ_{i−2} = ξ_{i−1}, and the momentum terms, weighted by ρ², vanish.
+    flat[c] = rho == zero;
     active[c] = 1;
     rho2[c] = rho * rho;
     // ω_0..ω_r as the forward's schedule computes them (chunk.hpp, gka_chunk_chebyshev).
@@ -175,6 +180,8 @@ void gka_chunk_chebyshev_alg2_backward(const Matrix<typename P::acc>& H0, const 
       const T* dd = w.dxi.row(c);
       if (it == 1) {
         std::fill(xm2, xm2 + K, zero);  // ξ_{-1} = 0
+      } else if (flat[c]) {
+        std::copy(xm1, xm1 + K, xm2);
       } else {
         const T bi = -(nu - one);
         for (int i = 0; i < K; ++i) {  // eq. (54); the print's eqs. (59)/(60) have + c_i q
@@ -358,7 +365,7 @@ void gka_chunk_sequence_backward(const GkaInputs<typename P::acc>& in, const Gka
     w.dfro.assign(static_cast<std::size_t>(c), zero);
     w.dense.assign(static_cast<std::size_t>(c), 0);
     if (opt.solver == GkaSolver::chebyshev) {
-      gka_chunk_chebyshev_alg2_backward<P>(H0, opt, bopt.chebyshev_bounds_gradient, w);
+      gka_chunk_chebyshev_alg2_backward<P>(H0, opt, bopt.chebyshev_bounds_gradient, bopt.chebyshev_flat_reversal, w);
     } else {
       for (int t = 0; t < c; ++t) w.dense[t] = !w.s.degenerate[t];
     }

@@ -13,7 +13,8 @@
 //    a = 1e-3), Chebyshev under a fixed λ, and CG (r = 2 < K: at r ≥ K CG divides
 //    rounding noise by rounding noise, cg_backward.hpp);
 //  * tokens with H_c = 0 under a fixed λ (ρ = 0: Alg. 2 cannot reverse, GKA Remark 2,
-//    and the chunk backward hands them to the dense route) agree as well.
+//    and the chunk backward hands them to the dense route) agree as well, and so does
+//    the CUDA kernel's route for them (Alg. 2 with ξ_{i−2} = ξ_{i−1}).
 // Why 1e-60: both sides are exact algorithms at 257 bits; reversing Alg. 1 multiplies
 // their O(T·C·K·r) roundings of 2^-257 ≈ 4e-78 by at most 1/√(ω* − 1)^r ≈ 4e3
 // (a = 0.02, r = 30; GKA Lemma 3) — measured 3e-74 with a standalone driver on the
@@ -151,11 +152,18 @@ TEST(GkaChunkBackward, ZeroStateTokensUnderAFixedLambdaEqualTheExactAdjoint) {
   EXPECT_EQ(zero_state, 5 * H);
   GkaGrads<mp> want;
   gka_backward(c.inputs(), o, scale, c.cotangents(), want);
-  for (int C : {1, 2, 3, int(T)}) {
-    GkaGrads<mp> got;
-    gka_chunk_backward<ExactPolicy<mp>>(c.inputs(), o, scale, C, c.cotangents(), got);
-    expect_equal_gradients(got, want, "fixed λ, H_c = 0, C=" + std::to_string(C));
-  }
+  // Both routes for those tokens: the dense adjoint, and Alg. 2 with ξ_{i−2} = ξ_{i−1}
+  // (GkaBackwardOptions::chebyshev_flat_reversal, the CUDA kernel's route).
+  for (bool flat : {false, true})
+    for (int C : {1, 2, 3, int(T)}) {
+      GkaBackwardOptions bo;
+      bo.chebyshev_flat_reversal = flat;
+      GkaGrads<mp> got;
+      gka_chunk_backward<ExactPolicy<mp>>(c.inputs(), o, scale, C, c.cotangents(), got, bo);
+      expect_equal_gradients(got, want,
+                             std::string("fixed λ, H_c = 0, ") + (flat ? "flat reversal" : "dense") + ", C=" +
+                                 std::to_string(C));
+    }
 }
 
 }  // namespace
