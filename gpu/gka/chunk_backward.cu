@@ -7,7 +7,7 @@
 //   A_cᵀ W = the same with H_0ᵀ (k kᵀ is symmetric),
 // and the rank-one cotangents dH_c −= c_i dξ_i ξ_{i−1}ᵀ (eq. (58)) go to H_0, k, ζ, M̃
 // for all tokens by one set of products per step (gka_state_outer_backward). Per
-// chunk, last to first:
+// chunk:
 //   1. recompute: ζ, M̃, ‖H_c‖_F by eq. (5), λ_c = a‖H_c‖_F (eq. (4)), Alg. 1 (ξ_r and
 //      ξ_{r−1} kept), q̃ = q̂ + α(x − q̂);
 //   2. the readout's adjoint: dq̃ = S_c do_c batched, dS_c = q̃_c do_cᵀ to S_0, k, v, ζ, M̃;
@@ -49,9 +49,9 @@
 // then the finishing launch (dq, dk to the dtype). Launches (2) and (4) loop over
 // their chunks with at most one block per multiprocessor, each with its own
 // workspace (gka_chunk_ops::Scratch); the chunk's per-token scalars live in
-// shared memory. Every product is a block-wide loop over output elements, each
-// summed by one thread in a fixed order (FMA); every reduction a warp butterfly
-// then the warps in order; no atomics: repeated runs are bit-identical.
+// shared memory. Each output of a product is one thread's fmaf chain in k order
+// (gka_chunk_ops::gemm); every reduction a warp butterfly then the warps in order;
+// no atomics: repeated runs are bit-identical.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -61,7 +61,6 @@
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
-#include "gpu/core/launch.cuh"
 #include "gpu/core/mutant.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/seqs.cuh"
