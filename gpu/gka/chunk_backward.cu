@@ -133,17 +133,23 @@ __device__ void load_keys(const Params& p, const Io<E>& io, std::int64_t first, 
   __syncthreads();
 }
 
+// A block's start in the launches with a workspace: the products' path into shared
+// memory, and the block's own workspace slot.
+__device__ inline Scratch open_block(const Params& p, float* scratch, Tokens& tk) {
+  if (threadIdx.x == 0) tk.naive = p.naive_gemm;
+  __syncthreads();
+  return Scratch(scratch + std::size_t(blockIdx.x) * Scratch::floats(p.K, p.V, p.iters), p.K, p.V);
+}
+
 // (1) The forward state pass (gka_chunk_pass_state): (H, S) before every chunk,
 // H ← ζ_n H + Σ_j N(M̃_{j,n} k_j) k_jᵀ, S ← ζ_n S + Σ_j N(M̃_{j,n} k_j) v_jᵀ. A block per
 // (b, h) in turn.
 template <class E>
 __global__ void __launch_bounds__(kThreads, 1) state_pass(Params p, Io<E> io) {
   __shared__ Tokens tk;
-  if (threadIdx.x == 0) tk.naive = p.naive_gemm;
-  __syncthreads();
+  Scratch s = open_block(p, io.scratch, tk);
   const int K = p.K, V = p.V, nch = (p.T + kC - 1) / kC;
   const std::size_t W = std::size_t(K) * (K + V);
-  Scratch s(io.scratch + std::size_t(blockIdx.x) * Scratch::floats(K, V, p.iters), K, V);
   auto nr = [](float x) { return narrow<E>(x); };
   for (int bh = blockIdx.x; bh < p.B * p.H; bh += gridDim.x) {
     const int b = bh / p.H, h = bh % p.H;
@@ -178,11 +184,9 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(Params p, Io<E> io) {
 template <class E>
 __global__ void __launch_bounds__(kThreads, 1) chunk_adjoint(Params p, Io<E> io) {
   __shared__ Tokens tk;
-  if (threadIdx.x == 0) tk.naive = p.naive_gemm;
-  __syncthreads();
+  Scratch s = open_block(p, io.scratch, tk);
   const int K = p.K, V = p.V, r = p.iters, nch = (p.T + kC - 1) / kC;
   const std::size_t W = std::size_t(K) * (K + V);
-  Scratch s(io.scratch + std::size_t(blockIdx.x) * Scratch::floats(K, V, r), K, V);
   auto nr = [](float x) { return narrow<E>(x); };
   const Mutant mut = p.mutant;
   const E* q = io.q;
@@ -553,11 +557,9 @@ __global__ void __launch_bounds__(kThreads) carry(Params p, Io<E> io) {
 template <class E>
 __global__ void __launch_bounds__(kThreads, 1) chunk_finish(Params p, Io<E> io) {
   __shared__ Tokens tk;
-  if (threadIdx.x == 0) tk.naive = p.naive_gemm;
-  __syncthreads();
+  Scratch s = open_block(p, io.scratch, tk);
   const int K = p.K, V = p.V, nch = (p.T + kC - 1) / kC;
   const std::size_t W = std::size_t(K) * (K + V);
-  Scratch s(io.scratch + std::size_t(blockIdx.x) * Scratch::floats(K, V, p.iters), K, V);
   auto nr = [](float x) { return narrow<E>(x); };
   const Mutant mut = p.mutant;
   const float* beta = io.beta;
