@@ -234,14 +234,11 @@ TEST(Mutants, NeverReachTheSequentialForms) {
     }
 }
 
-// The mutants with a CUDA counterpart (MutantInfo::cuda, planted in
-// gpu/family/delta_chunk_backward.cu's stages; tests/gpu/delta_backward_mutants_
-// gpu_test.cpp proves each bites there) are exactly the delta family's chunk
-// backward bugs: every backward mutant that targets a delta chunk backward form
-// (the stages the CUDA chunk backward has), and no other.
-// The CUDA counterparts are exactly the chunk backward bugs of the layers with a
-// CUDA chunk backward kernel planted with them: the delta family's
-// (gpu/family/delta_chunk_backward.cu) and GKA's (gpu/gka/chunk_backward.cu).
+// The mutants with a CUDA counterpart (MutantInfo::cuda; tests/gpu/delta_backward_
+// mutants_gpu_test.cpp proves each bites there) are exactly the chunk backward bugs
+// of the two families whose CUDA chunk backward kernels carry them: every backward
+// mutant that targets a delta chunk backward form (gpu/family/delta_chunk_backward.cu's
+// stages) or GKA's (gpu/gka/chunk_backward.cu), and no other.
 TEST(Mutants, CudaCounterpartsAreTheChunkBackwardBugs) {
   std::size_t n = 0, gka = 0;
   for (const MutantInfo& m : mutant_catalogue()) {
