@@ -19,28 +19,6 @@
 #include "bench/gpu/timing.cuh"
 #include "gpu/api.hpp"
 
-namespace {
-
-std::vector<float> download(const void* d, std::size_t n, bool bf16) {
-  std::vector<float> out(n);
-  if (bf16) {
-    std::vector<__nv_bfloat16> h(n);
-    BENCH_CHECK(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost));
-    for (std::size_t i = 0; i < n; ++i) out[i] = __bfloat162float(h[i]);
-  } else {
-    BENCH_CHECK(cudaMemcpy(out.data(), d, n * 4, cudaMemcpyDeviceToHost));
-  }
-  return out;
-}
-
-double rel_rms(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) num += (a[i] - b[i]) * double(a[i] - b[i]), den += double(b[i]) * b[i];
-  return std::sqrt(num / std::max(den, 1e-300));
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   const bool shape = argc > 5;
   const int B = shape ? std::atoi(argv[1]) : 4, T = shape ? std::atoi(argv[2]) : 4096,
@@ -122,7 +100,8 @@ int main(int argc, char** argv) {
       std::printf("  rel-RMS chunk vs %s:", other == 2 ? "before" : "recurrent");
       for (int i = 0; i < 5; ++i)
         std::printf(" %s %.2e", names[i],
-                    rel_rms(download(grads[0][i], n[i], bf && i < 4), download(grads[other][i], n[i], bf && i < 4)));
+                    ttr::bench::rel_rms(ttr::bench::download(grads[0][i], n[i], bf && i < 4),
+                                        ttr::bench::download(grads[other][i], n[i], bf && i < 4)));
       std::printf("\n");
     }
   }

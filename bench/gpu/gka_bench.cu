@@ -100,22 +100,11 @@ int main(int argc, char** argv) {
     ttr::gpu::GkaArgs rec = a;
     rec.o = orr;
     const double tr = ttr::bench::median_ms([&] { ttr::gpu::gka_sequential_forward(rec); }, std::max(1, reps / 3));
-    std::vector<float> x(nv), y(nv);
-    auto fetch = [&](void* d, std::vector<float>& out) {
-      if (bf) {
-        std::vector<__nv_bfloat16> h(nv);
-        BENCH_CHECK(cudaMemcpy(h.data(), d, nv * 2, cudaMemcpyDeviceToHost));
-        for (std::size_t i = 0; i < nv; ++i) out[i] = __bfloat162float(h[i]);
-      } else {
-        BENCH_CHECK(cudaMemcpy(out.data(), d, nv * 4, cudaMemcpyDeviceToHost));
-      }
+    auto rel_rms = [&](const void* c, const void* r, std::size_t n) {  // of two device tensors in the dtype
+      return ttr::bench::rel_rms(ttr::bench::download(c, n, bf), ttr::bench::download(r, n, bf));
     };
-    fetch(oc, x);
-    fetch(orr, y);
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < nv; ++i) num += (x[i] - y[i]) * double(x[i] - y[i]), den += double(y[i]) * y[i];
     std::printf("%s  chunk %.3f (%.1f TFLOP/s)  recurrent %.3f  recurrent/chunk %.1fx  o rel-rms(chunk-rec) %.2e\n",
-                bf ? "bf16" : "fp32", tc, flops / (tc * 1e-3) / 1e12, tr, tr / tc, std::sqrt(num / den));
+                bf ? "bf16" : "fp32", tc, flops / (tc * 1e-3) / 1e12, tr, tr / tc, rel_rms(oc, orr, nv));
     // The backward kernels on the same inputs, cotangent do ~ N(0, 1).
     std::vector<float> dov(nv);
     for (auto& x : dov) x = normal(rng);
@@ -144,22 +133,6 @@ int main(int argc, char** argv) {
     const ttr::gpu::GkaBackwardArgs bc = grads(0), br = grads(1);
     const double bwc = ttr::bench::median_ms([&] { ttr::gpu::gka_chunk_backward(bc); }, reps);
     const double bwr = ttr::bench::median_ms([&] { ttr::gpu::gka_sequential_backward(br); }, std::max(1, reps / 3));
-    auto rel_rms = [&](void* c, void* r, std::size_t n) {
-      std::vector<float> xc(n), xr(n);
-      if (bf) {
-        std::vector<__nv_bfloat16> h(n);
-        BENCH_CHECK(cudaMemcpy(h.data(), c, n * 2, cudaMemcpyDeviceToHost));
-        for (std::size_t i = 0; i < n; ++i) xc[i] = __bfloat162float(h[i]);
-        BENCH_CHECK(cudaMemcpy(h.data(), r, n * 2, cudaMemcpyDeviceToHost));
-        for (std::size_t i = 0; i < n; ++i) xr[i] = __bfloat162float(h[i]);
-      } else {
-        BENCH_CHECK(cudaMemcpy(xc.data(), c, n * 4, cudaMemcpyDeviceToHost));
-        BENCH_CHECK(cudaMemcpy(xr.data(), r, n * 4, cudaMemcpyDeviceToHost));
-      }
-      double e = 0, d = 0;
-      for (std::size_t i = 0; i < n; ++i) e += (xc[i] - xr[i]) * double(xc[i] - xr[i]), d += double(xr[i]) * xr[i];
-      return std::sqrt(e / d);
-    };
     const double bflops = chunk_backward_flops(B, T, H, K, V, iters);
     std::printf("%s  backward: chunk %.3f (%.1f TFLOP/s)  recurrent %.3f  recurrent/chunk %.1fx  "
                 "forward+backward: chunk %.3f  recurrent %.3f  rel-rms(chunk-rec) dq %.2e dk %.2e dv %.2e\n",

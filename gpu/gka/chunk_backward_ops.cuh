@@ -74,7 +74,7 @@ struct Tokens {
   float g[kC], beta[kC], alpha[kC], b[kC], zeta[kC], fro[kC], lam[kC], quad[kC], dquad[kC];
   float rho2[kC], lpm[kC], om[kC], step[kC];  // Alg. 1: ρ², L + μ, ω, c_i
   float dlam[kC], dfro[kC], dzeta[kC], dalpha[kC], domega[kC], ds[kC], drho2[kC], db[kC], dbeta[kC], dg[kC];
-  int degen[kC], active[kC], flat[kC];  // λ = 0; Alg. 2 reverses; ρ = 0 (see the header)
+  int degen[kC];  // λ_c = 0: x_c = 0, no gradient through the solve
   float red[kWarps];
   float tile_a[kTileK * kTile], tile_b[kTileK * kTile];  // gemm's operand tiles
   int naive;  // gemm by the one-thread-per-element loop (TTR_GPU_GKA_BACKWARD_GEMM=naive)
