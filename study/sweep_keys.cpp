@@ -1,11 +1,12 @@
 // Sweep over the conditioning of the keys: k_t = normalise(diag(s) z_t), z_t ~ N(0, I),
 // s_i = κ^{-i/(2(K-1))}, so the key Gram matrix Σ_t k_t k_tᵀ has condition number
 // about κ (measured and recorded, after rounding to the bf16 grid) — up to 1e8.
-#include <Eigen/Dense>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "reference/core/float16.hpp"
+#include "reference/solvers/spectrum.hpp"
 #include "study/sweep.hpp"
 
 namespace ttr::study {
@@ -45,13 +46,14 @@ Study sweep_keys() {
     }
     // κ of Σ_t k_t k_tᵀ over the first head's tokens ([B,T,H,K], b = 0, h = 0).
     const std::int64_t T = k.shape[1], H = k.shape[2];
-    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(K, K);
+    std::vector<double> G(static_cast<std::size_t>(K * K), 0.0);
     for (std::int64_t t = 0; t < T; ++t) {
-      Eigen::Map<const Eigen::VectorXd> v(&k.data[(t * H) * K], K);
-      G += v * v.transpose();
+      const double* v = &k.data[(t * H) * K];
+      for (std::int64_t i = 0; i < K; ++i)
+        for (std::int64_t j = 0; j < K; ++j) G[i * K + j] += v[i] * v[j];
     }
-    const Eigen::VectorXd ev = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(G).eigenvalues();
-    measured = ev(0) > 0 ? ev(K - 1) / ev(0) : INFINITY;
+    const auto [lo, hi] = symmetric_extreme_eigenvalues(G.data(), static_cast<int>(K));
+    measured = lo > 0 ? hi / lo : INFINITY;
   };
   return make_sweep(d);
 }

@@ -62,6 +62,12 @@ Status status() {
   s.built = true;
   s.devices = gpu::device_count();
   if (s.devices > 0) s.device = gpu::device_name(0);
+#ifdef TTR_CUDA_CHECK_BUILD
+  // cmake/Cuda.cmake: a build without a GPU compiles the kernels as a check. They
+  // are correct but slow; whoever runs them on a GPU is told so wherever the
+  // device is named (gate output, run metadata).
+  if (s.devices > 0) s.device += " (kernels from a TTR_CUDA=CHECK build: device code unoptimised)";
+#endif
   return s;
 }
 

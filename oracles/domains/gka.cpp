@@ -16,7 +16,6 @@
 // ξ_i = (I − p_i(A))x* with p_i = π_i(y/ρ)/π_i(1/ρ), π_i = T_{i+1} + (2/ω_0 − 1)zU_i
 // (y = 1 − 2λ/(L + μ) per eigenvalue), so |p_i| ≤ ρ where H_t is PSD and ≤ 1
 // otherwise (while m_t > 0), and ‖ξ_i‖ ≤ (1 + p̂)‖scale·q‖/m_t for every ω_0 ∈ [0, 2].
-#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "oracles/domains/gka_bounds.hpp"
+#include "reference/solvers/spectrum.hpp"
 
 namespace ttr::domains {
 
@@ -121,15 +121,8 @@ Split split_of(const Tensor<double>* hkk0, const Problem& p, std::int64_t K) {
   for (std::int64_t i = 0; i < blk.n; ++i) s.zero = s.zero && blk.p[i] == 0.0;
   if (s.zero) return s;
   s.norm = blk.l2();
-  Eigen::MatrixXd M(K, K);
-  for (std::int64_t i = 0; i < K; ++i)
-    for (std::int64_t j = 0; j < K; ++j) M(i, j) = blk.p[i * K + j];
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(M, Eigen::EigenvaluesOnly);
   double pos = 0, neg = 0;
-  for (Eigen::Index i = 0; i < es.eigenvalues().size(); ++i) {
-    const double e = es.eigenvalues()(i);
-    (e > 0 ? pos : neg) += e * e;
-  }
+  for (const double e : symmetric_eigenvalues(blk.p, static_cast<int>(K))) (e > 0 ? pos : neg) += e * e;
   const double margin = std::ldexp(s.norm, -40);
   s.pos = std::max(0.0, std::sqrt(pos) - margin);
   s.neg = std::sqrt(neg) + margin;
