@@ -86,10 +86,12 @@ struct Bounds {
   double chunk_adjoint = 0, chunk_operands = 0;
 };
 
-// b = max(b, v); a NaN (no bound) stays, and counts as beyond every limit.
+// b = max(b, v). A NaN v is a bound that could not be formed (0·∞ or ∞ − ∞ of
+// terms already unbounded): no finite bound, so +∞, beyond every limit and reported
+// as `inf` (not "-nan") where the condition is named.
 inline void up(double& b, double v) {
-  if (std::isnan(b)) return;
-  if (!(b >= v)) b = v;
+  if (std::isnan(b) || std::isnan(v)) b = kInf;
+  else if (b < v) b = v;
 }
 
 // The Cholesky factorisation A = LLᵀ and its substitutions for a right-hand side of

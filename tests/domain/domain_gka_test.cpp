@@ -157,6 +157,42 @@ TEST(Domain, GkaCgBackwardIsNotDerived) {
   }
 }
 
+// An indefinite H_0 that λ does not cover (hkk0 = −4 > λ = a‖H‖_F = 0.08): the
+// Chebyshev iteration leaves [μ, L] and no condition has a finite bound. Each violated
+// condition then reads +∞, never NaN: the chunk adjoint's bounds multiply the carried
+// ∞ by keys that are 0 in most tokens, which a plain product would turn into NaN
+// ("-nan > 3.40282e+38" in check's note). The case RapidCheck shrank on the GPU
+// (2026-12-06), one head: keys 0 but the last (−1), q = e at token 3, do = −15/16.
+TEST(Domain, GkaUnboundedConditionsReadInfinityNotNan) {
+  const LayerEntry& e = find_layer("gka");
+  const LayerDomain& dom = *layer_domain("gka");
+  const Config cfg = Config::make(e.spec, {{"a", "0.02"}, {"solver", "chebyshev"}, {"iters", "28"}});
+  constexpr std::int64_t T = 17;
+  TensorMap<double> in;
+  in["q"] = Tensor<double>({1, T, 1, 1}, 0.0);
+  in["q"].data[3] = 1.0;
+  in["k"] = Tensor<double>({1, T, 1, 1}, 0.0);
+  in["k"].data[T - 1] = -1.0;
+  in["v"] = Tensor<double>({1, T, 1, 1}, 0.0);
+  in["g"] = Tensor<double>({1, T, 1}, 0.0);
+  in["hkk0"] = Tensor<double>({1, 1, 1, 1}, -4.0);
+  in["do"] = Tensor<double>({1, T, 1, 1}, -15.0 / 16.0);
+  const LayerSpec spec = direction_spec(e.spec, Direction::backward);
+  for (Form form : {Form::sequential, Form::chunk})
+    for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+      const std::vector<DomainViolation> v =
+          domain_violations(dom, {spec, in, cfg}, {form, Direction::backward, dtype, 64});
+      ASSERT_FALSE(v.empty()) << form_name(form);
+      bool chunk_adjoint = false;
+      for (const DomainViolation& x : v) {
+        EXPECT_FALSE(std::isnan(x.value)) << form_name(form) << " " << x.condition;
+        EXPECT_EQ(x.value, INFINITY) << form_name(form) << " " << x.condition;
+        chunk_adjoint = chunk_adjoint || x.condition == "chunk adjoint";
+      }
+      EXPECT_EQ(chunk_adjoint, form == Form::chunk) << tier_name(dtype);
+    }
+}
+
 }  // namespace
 }  // namespace ttr::test
 
