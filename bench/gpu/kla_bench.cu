@@ -75,23 +75,10 @@ int main(int argc, char** argv) {
     rec.o = orr, rec.o_var = vr;
     const double tr = median_ms([&] { ttr::gpu::kla_kalman_sequential_forward(rec); }, reps);
     // Agreement of the two kernels' o (relative RMS).
-    std::vector<float> x(nv), y(nv);
-    auto fetch = [&](void* d, std::vector<float>& out) {
-      if (bf) {
-        std::vector<__nv_bfloat16> h(nv);
-        CHECK(cudaMemcpy(h.data(), d, nv * 2, cudaMemcpyDeviceToHost));
-        for (std::size_t i = 0; i < nv; ++i) out[i] = __bfloat162float(h[i]);
-      } else {
-        CHECK(cudaMemcpy(out.data(), d, nv * 4, cudaMemcpyDeviceToHost));
-      }
-    };
-    fetch(oc, x);
-    fetch(orr, y);
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < nv; ++i) num += (x[i] - y[i]) * double(x[i] - y[i]), den += double(y[i]) * y[i];
+    const double rms = ttr::bench::rel_rms(ttr::bench::download(oc, nv, bf), ttr::bench::download(orr, nv, bf));
     std::printf("%s  chunk %.3f  chunk_unscaled %.3f  (scaled/unscaled %.2fx)  recurrent %.3f  recurrent/chunk %.2fx"
                 "  o rel-rms(chunk-rec) %.2e\n",
-                bf ? "bf16" : "fp32", tc, tu, tc / tu, tr, tr / tc, std::sqrt(num / den));
+                bf ? "bf16" : "fp32", tc, tu, tc / tu, tr, tr / tc, rms);
     // The backward: the cotangents do, do_var are o's and o_var's own values (any
     // finite tensors of their shape would do), the gradients into fresh buffers.
     ttr::gpu::KlaBackwardArgs bw;
