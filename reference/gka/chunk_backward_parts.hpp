@@ -212,8 +212,9 @@ void gka_chunk_fro_norms_backward(const Matrix<typename P::acc>& H0, const Matri
 
 // The gates of one chunk from ∂L/∂ζ and ∂L/∂M̃ (M̃_{j,c} = e^{b_c − b_j} β_j, ζ_c = e^{b_c},
 // b_c = Σ_{i≤c} g_i):  dβ_j = Σ_{c≥j} dM̃_{j,c} e^{b_c − b_j},
-//   db_c += ζ_c dζ_c + Σ_{j≤c} dM̃_{j,c} M̃_{j,c},  db_j −= Σ_{c≥j} dM̃_{j,c} M̃_{j,c},
-//   dg_i = Σ_{c≥i} db_c (a reverse cumulative sum inside the chunk).
+//   db_c += ζ_c dζ_c + Σ_{j<c} dM̃_{j,c} M̃_{j,c},  db_j −= Σ_{c>j} dM̃_{j,c} M̃_{j,c},
+//   dg_i = Σ_{c≥i} db_c (a reverse cumulative sum inside the chunk). The diagonal
+//   M̃_{c,c} = β_c does not depend on b: its two terms cancel, and are not formed.
 // dbeta: null when the layer has no β.
 template <class T>
 void gka_chunk_gates_backward(const GkaChunkDecays<T>& d, const GkaChunkAdjoint<T>& g, std::vector<T>& dg,
@@ -226,9 +227,11 @@ void gka_chunk_gates_backward(const GkaChunkDecays<T>& d, const GkaChunkAdjoint<
   for (int c = 0; c < n; ++c) {
     mul_add_to(db[c], d.zeta[c], g.dzeta[c]);
     for (int j = 0; j <= c; ++j) {
-      const T term = g.dMt(j, c) * d.Mt(j, c);
-      db[c] += term;
-      db[j] -= term;
+      if (j < c) {
+        const T term = g.dMt(j, c) * d.Mt(j, c);
+        db[c] += term;
+        db[j] -= term;
+      }
       if (dbeta) mul_add_to((*dbeta)[j], g.dMt(j, c), exp(d.b[c] - d.b[j]));
     }
   }

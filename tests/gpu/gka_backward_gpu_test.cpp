@@ -16,6 +16,7 @@
 // without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -214,6 +215,40 @@ TEST(CudaGkaBackward, TiledProductsEqualTheNaiveOnesBitForBit) {
       for (const auto& [name, t] : tiled)
         for (double x : t.data) ASSERT_TRUE(std::isfinite(x)) << what << " " << name;
     }
+}
+
+// One token from zero initial states: dg is exactly 0. The gate enters through
+// ζ_0 = e^{g_0}, which multiplies H_0 = S_0 = 0, and through M̃_{0,0} = β_0, which does
+// not depend on it; so both kernels must return 0, not a rounding residue. The chunk
+// kernel once formed M̃_{0,0}'s two cancelling terms by two fmaf, the second returning
+// the first's rounding error (dg = 2⁻¹³ with dht = 100 and v = 176: the CUDA
+// chunk-and-recurrent property's shrunk case, 2026-12-06). Values and state
+// cotangents scaled by 2⁸ (exact) so that the products are large.
+TEST(CudaGkaBackward, OneTokenFromZeroStatesHasNoGateGradient) {
+  TTR_REQUIRE_DEVICE();
+  const VectorCase one = with_gate_config({{"one_token", "", dims(2, 1, 4, 32, 16), {}, {}}})[0];
+  TensorMap<double> in = generate_backward_inputs(gka().spec, one, 43);
+  ASSERT_FALSE(in.count("h0") || in.count("hkk0"));
+  for (const char* name : {"v", "dht"}) {
+    ASSERT_TRUE(in.count(name)) << name;
+    for (double& x : in.at(name).data) x *= 256.0;
+  }
+  for (const char* iters : {"1", "5"}) {
+    auto sets = one.config;
+    std::erase_if(sets, [](const auto& kv) { return kv.first == "iters"; });
+    sets.emplace_back("iters", iters);
+    const Config cfg = Config::make(gka().spec, sets);
+    for (Form form : {Form::chunk, Form::sequential})
+      for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+        const TensorMap<double> g = run_backward(form, dtype, in, cfg);
+        for (std::size_t i = 0; i < g.at("dg").data.size(); ++i)
+          EXPECT_EQ(g.at("dg").data[i], 0.0)
+              << form_name(form) << " " << tier_name(dtype) << " iters=" << iters << " (b, h) flat " << i;
+        double big = 0.0;  // the case must make products whose rounding shows: |dβ| ≫ 2⁻¹³
+        for (double x : g.at("dbeta").data) big = std::max(big, std::abs(x));
+        EXPECT_GT(big, 1.0) << form_name(form) << " " << tier_name(dtype);
+      }
+  }
 }
 
 // B·H = 64 heads with every optional input: a repeated run is bit-identical (no

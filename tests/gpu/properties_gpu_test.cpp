@@ -41,6 +41,9 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -160,6 +163,38 @@ void assert_bits_equal(const TensorMap<double>& want, const TensorMap<double>& g
 
 Tier any_dtype() { return *gen::choose_uniform<Tier>({Tier::bf16, Tier::fp32}); }
 
+// With TTR_PROP_PROGRESS set, a line on stderr for each evaluation of a property
+// (cases and shrink steps alike): which kernel, dtype and sizes, and how long it
+// took. RapidCheck says nothing until a property ends, and the MPFR-judged ones
+// take seconds a case, so that a run cut short by a deadline still shows where
+// it was.
+class Progress {
+ public:
+  explicit Progress(const char* property) : property_(property), t0_(std::chrono::steady_clock::now()) {
+    static const bool on = std::getenv("TTR_PROP_PROGRESS") != nullptr;
+    on_ = on;
+  }
+  void describe(const Kernel& k, const Case& x, const char* dtype) {
+    if (!on_) return;
+    std::string dims;
+    for (const char* d : {"B", "T", "H", "K", "V"})
+      if (const auto it = x.c.dims.find(d); it != x.c.dims.end()) dims += fmt::format(" {}={}", d, it->second);
+    what_ = fmt::format("{} {} cuda-{}{} {}{}", property_, k.layer, form_name(k.form),
+                        k.dir == Direction::backward ? " backward" : "", dtype, dims);
+  }
+  ~Progress() {
+    if (!on_ || what_.empty()) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    std::fprintf(stderr, "prop %s: %.2f s%s\n", what_.c_str(), s, std::uncaught_exceptions() ? " (failed)" : "");
+  }
+
+ private:
+  const char* property_;
+  std::chrono::steady_clock::time_point t0_;
+  bool on_ = false;
+  std::string what_;
+};
+
 // ---------------------------------------------------------------------------
 
 TEST(CudaProperties, RepeatedRunsAreBitIdentical) {
@@ -270,6 +305,8 @@ TEST(CudaProperties, LinearInStateAndValues) {
     const Tier dtype = any_dtype();
     const Case x = *kernel_case(k, kernel_sizes(100, 20));
     RC_TAG(k.layer);
+    Progress progress("linear");
+    progress.describe(k, x, tier_name(dtype));
     const Linearity lin = linearity(k);
     RC_ASSERT(!lin.inputs.empty());
     const int s = *gen::uniform_int(-3, 3);
@@ -339,6 +376,8 @@ TEST(CudaProperties, ChunkAndRecurrentAgreeWithinTheModel) {
     opt.cross = true;
     opt.direction = k.dir;
     opt.dtypes = {any_dtype()};
+    Progress progress("chunk-recurrent");
+    progress.describe(k, x, tier_name(opt.dtypes[0]));
     const auto checks = check_kernels(find_layer(k.layer), x.c.in, x.cfg, "prop", 1, opt);
     for (const GateCheck& g : checks) {
       RC_LOG() << g.id << " ratio " << test::worst_ratio(g.result) << "\n";
