@@ -129,6 +129,31 @@ TEST(CudaDeltaBackward, SegmentBoundariesWideHeadsAndL2Norm) {
   check_units(units, 51);
 }
 
+// One token without an initial state, and a last chunk of one token: dg (and for
+// per-key gates each of its K columns) is exactly 0 at T = 1, since the gate
+// scales S_0 = 0 and its pairs' terms cancel; the model allows only the subnormal
+// floor there, so a rounding residue of terms that cancel fails (GKA's chunk
+// kernel had one, docs/gpu-gka.md; the per-key pairwise backward formed the
+// diagonal pair's two db terms by fmaf until 2026-12-06).
+TEST(CudaDeltaBackward, OneTokenFromZeroStatePassesTheModel) {
+  TTR_REQUIRE_DEVICE();
+  const std::vector<VectorCase> cases = {
+      {"t1", "", dims(2, 1, 3, 16, 16), {}, {}},
+      {"t1_k7_v5", "", dims(1, 1, 2, 7, 5), {}, {}},
+      {"t65", "", dims(1, 65, 2, 32, 16), {}, {}},
+  };
+  std::vector<test::CheckUnit> units;
+  for (const std::string& name : backward_layers()) {
+    const LayerEntry& e = find_layer(name);
+    for (const VectorCase& c : cases) {
+      const TensorMap<double> in = generate_backward_inputs(e.spec, c, 53);
+      ASSERT_FALSE(in.count("h0")) << name << " " << c.name;
+      units.push_back({c.name, &e, in, Config::make(e.spec, c.config)});
+    }
+  }
+  check_units(units, 53);
+}
+
 // A planted bug must fail: the kernel's gradients on other inputs (another seed)
 // against this oracle, and one token's dk row doubled.
 TEST(CudaDeltaBackward, WrongGradientsFailTheJudge) {

@@ -33,7 +33,11 @@ __device__ void pairwise_products(const E* X, const E* Y, int ld, const float* b
 //   dX_ti += Σ_s dP_ts e Y_si,  dY_ti += Σ_t' dP_t't e' X_t'i,
 //   db_ti += Σ_s dP_ts e X_ti Y_si − Σ_t' dP_t't e' X_t'i Y_ti   (e' = e^{b_t'd − b_td})
 // into fp32 tiles dX, dY of leading dimension ldf and db of leading dimension
-// lddb (shared or global memory). Ends with a barrier. `unmasked`: the mutant
+// lddb (shared or global memory). The diagonal pair s = t (strict = false) has
+// e = 1 and its two db terms are the same product: they cancel exactly and are not
+// formed (formed, the second fmaf would return the first's rounding error, a
+// residue where db is exactly 0: one token from a zero state; GKA's gates had that
+// defect, docs/gpu-gka.md). Ends with a barrier. `unmasked`: the mutant
 // backward-gate-exp-unmasked, e formed for every pair and the causal mask applied
 // by multiplying (inf·0 = NaN once a chunk's gates sum past exp's range).
 template <class E>
@@ -57,12 +61,12 @@ __device__ void pairwise_backward(const E* X, const E* Y, int ld, const float* b
       if (causal(t, s, strict)) {
         const float de = dP[t * ldp + s] * expf(bt - bs), ys = Elem<E>::to_float(Y[s * ld + i]);
         ax = fmaf(de, ys, ax);
-        ab += de * xt * ys;
+        if (s != t) ab += de * xt * ys;
       }
       if (causal(s, t, strict)) {
         const float de = dP[s * ldp + t] * expf(bs - bt), xs = Elem<E>::to_float(X[s * ld + i]);
         ay = fmaf(de, xs, ay);
-        ab -= de * xs * yt;
+        if (s != t) ab -= de * xs * yt;
       }
     }
     dX[t * ldf + i] += ax;
