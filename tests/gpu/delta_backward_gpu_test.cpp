@@ -133,8 +133,9 @@ TEST(CudaDeltaBackward, SegmentBoundariesWideHeadsAndL2Norm) {
 // per-key gates each of its K columns) is exactly 0 at T = 1, since the gate
 // scales S_0 = 0 and its pairs' terms cancel; the model allows only the subnormal
 // floor there, so a rounding residue of terms that cancel fails (GKA's chunk
-// kernel had one, docs/gpu-gka.md; the per-key pairwise backward formed the
-// diagonal pair's two db terms by fmaf until 2026-12-06).
+// kernel had one, docs/gpu-gka.md; until 2026-12-06 this family's chunk kernel
+// formed the terms with decay factor e^0 — the diagonal pairs, the last token's
+// state-write term — on both sides, docs/gpu.md).
 TEST(CudaDeltaBackward, OneTokenFromZeroStatePassesTheModel) {
   TTR_REQUIRE_DEVICE();
   const std::vector<VectorCase> cases = {

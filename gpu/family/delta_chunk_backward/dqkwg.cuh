@@ -9,6 +9,9 @@
 //   dM = scale·dO Δᵀ on s ≤ t:      E2 = dM ⊙ Γ;  dq += E2 K;  dw += E2ᵀ Q;
 //                                   db_t += Σ_s E2_ts (QKᵀ)_ts − Σ_t' E2_t't (QKᵀ)_t't
 //   the state decay:                db_last += e^{b_last} Σ_i rowdot_i (stage 4's sums)
+// Terms whose decay factor is e^0 (the last token's tw, the diagonal pairs s = t)
+// enter db twice with opposite signs; they cancel exactly and are left out, so that
+// a row whose dg is exactly 0 gets 0, not a rounding residue.
 // K is the write key throughout (k, or the preconditioned layers' k̃).
 // dq is final here (written narrowed); the write key's dw (fp32) and the gate
 // partials go to the WY stage. The db_last terms are put on row 63: the chunk's
@@ -163,8 +166,12 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
         const int t = unit_row(L, m0, e), i_ = unit_col(L, n0, j, e);
         const float ew = D == Decay::none ? 1.0f : expf(gate(kChunk - 1, kb0 + i_) - gate(t, kb0 + i_));
         dw[i][j][e] = acc[j][e] * ew;
+        // The chunk's last token: e^{b_last − b_t} = 1, so its two db terms (−tw on
+        // its row, +tw on the last) cancel exactly and are not formed; summed in
+        // different orders (quad_sum, warp_sum) they left a rounding residue where dg
+        // is exactly 0 (one token from a zero state).
         if constexpr (D != Decay::none) {
-          const float tw = acc[j][e] * narrow<E>(Elem<E>::to_float(kt[t * ldq + i_]) * ew);
+          const float tw = t == c - 1 ? 0.0f : acc[j][e] * narrow<E>(Elem<E>::to_float(kt[t * ldq + i_]) * ew);
           if constexpr (D == Decay::scalar) {
             dbr[e / 2] -= tw;
             twsum += tw;
@@ -220,7 +227,8 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
                  : causal_pair || exp_unmasked ? dm * expf(bg[t] - bg[col + o])
                                                   : 0.0f;
           if constexpr (D == Decay::scalar) {
-            const float pair = x[o] * qk[j][2 * hf + o];
+            // The diagonal pair (Γ_tt = 1): its row and column terms cancel exactly.
+            const float pair = col + o == t ? 0.0f : x[o] * qk[j][2 * hf + o];
             dbr[hf] += pair;
             pcol[j][o] += pair;
           }
