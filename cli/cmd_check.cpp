@@ -97,11 +97,13 @@ Command add_check(CLI::App& app) {
       // The report and exit code stay the check's (--dtype/--policy); the explanation is printed.
       const PolicyExplanation e = explain_policy(req);
       std::printf("\nwhich arithmetic explains the error (smallest first):\n");
-      for (const auto& [id, r] : e.checks) {
+      for (std::size_t i = 0; i < e.checks.size(); ++i) {
+        const CheckResult& r = e.checks[i].second;
         double worst = 0.0;
         for (const TensorVerdict& t : r.tensors) worst = std::max(worst, t.present ? t.max_ratio : 0.0);
         std::printf("  %-13s max ratio %-10.3g %s\n", policy_name(r.dtype, r.policy).c_str(), worst,
                     r.pass ? "pass" : "FAIL");
+        if (!e.notes[i].empty()) std::printf("                (%s)\n", e.notes[i].c_str());
       }
       std::printf("%s\n", e.best.empty() ? "explained by none of these policies"
                                           : ("explained by " + e.best + " (the smallest policy it passes)").c_str());

@@ -52,9 +52,15 @@ NamedCheck run_check(const CheckRequest& req, std::vector<DomainViolation>* doma
 // explain_order() (gate/policies.hpp; req.dtype and req.policy ignored), one
 // oracle for all; `best` is the first it passes — the smallest arithmetic that
 // explains its error — or "" when none does.
+// `notes[i]`, when not empty, says why checks[i] failed where its ratio would
+// mislead: its worst row's exact value is 0 and its model 0, so the dtype's
+// subnormal floor alone bounds that row, and the first policy "explaining" the
+// candidate is then the first whose floor is large enough (fp16's 2⁻²⁴), whatever
+// arithmetic the kernel uses (docs/arithmetic-policies.md).
 struct PolicyExplanation {
   std::vector<NamedCheck> checks;  // in explain_order()
   std::string best;
+  std::vector<std::string> notes;  // one per check
 };
 PolicyExplanation explain_policy(const CheckRequest& req);
 

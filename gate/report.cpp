@@ -30,14 +30,6 @@ json location_json(const Location& l) {
   return j;
 }
 
-// "(0,4,1)"; a state row has no token: "(0,-,1)". Varlen: "(0,104,1) seq 2 t 4",
-// "(2,-,1) seq 2".
-std::string location_str(const Location& l) {
-  std::string s = l.t < 0 ? fmt::format("({},-,{})", l.b, l.h) : fmt::format("({},{},{})", l.b, l.t, l.h);
-  if (l.sequence >= 0) s += l.token >= 0 ? fmt::format(" seq {} t {}", l.sequence, l.token) : fmt::format(" seq {}", l.sequence);
-  return s;
-}
-
 std::string ratio_str(double r) {
   if (std::isnan(r)) return "nan";
   if (std::isinf(r)) return r > 0 ? "inf" : "-inf";
@@ -113,6 +105,14 @@ std::optional<double> common_threshold(const std::vector<NamedCheck>& checks) {
 }
 
 }  // namespace
+
+// "(0,4,1)"; a state row has no token: "(0,-,1)". Varlen: "(0,104,1) seq 2 t 4",
+// "(2,-,1) seq 2".
+std::string location_str(const Location& l) {
+  std::string s = l.t < 0 ? fmt::format("({},-,{})", l.b, l.h) : fmt::format("({},{},{})", l.b, l.t, l.h);
+  if (l.sequence >= 0) s += l.token >= 0 ? fmt::format(" seq {} t {}", l.sequence, l.token) : fmt::format(" seq {}", l.sequence);
+  return s;
+}
 
 std::string check_id(const CheckResult& r, const std::string& case_name) {
   return fmt::format("{}/{}/{}/{}", r.layer, form_name(r.model_form), policy_name(r.dtype, r.policy), case_name);

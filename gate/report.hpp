@@ -21,6 +21,10 @@ using NamedCheck = std::pair<std::string, CheckResult>;
 
 std::string check_id(const CheckResult& r, const std::string& case_name);
 
+// A row's place as the tables print it: "(0,4,1)"; a state row "(0,-,1)"; varlen
+// "(0,104,1) seq 2 t 4", "(2,-,1) seq 2".
+std::string location_str(const Location& l);
+
 // A double as JSON: finite values as numbers, the others as the strings "inf",
 // "-inf", "nan" (JSON has no such numbers; the schema allows exactly these).
 nlohmann::json json_number(double x);

@@ -133,8 +133,9 @@ std::pair<std::string, std::string> check(const std::string& layer, const Tensor
   return {dump_json(check_report_json(c, domain)), table};
 }
 
-// `check --explain-policy`: (report, table) per policy of explain_order(), and the best.
-std::pair<std::vector<std::pair<std::string, std::string>>, std::string> explain_policy(
+// `check --explain-policy`: (report, table) per policy of explain_order(), the best,
+// and the notes (gate/check_request.hpp: a floor-bound worst row), one per policy.
+std::tuple<std::vector<std::pair<std::string, std::string>>, std::string, std::vector<std::string>> explain_policy(
     const std::string& layer, const Tensors& inputs, const Metadata& in_meta, const Tensors& candidate,
     const std::optional<Tensors>& oracle_tensors, const Metadata& oracle_meta, const std::string& form,
     int chunk_size, int samples, std::uint64_t seed, bool backward, bool strict_range,
@@ -146,7 +147,7 @@ std::pair<std::vector<std::pair<std::string, std::string>>, std::string> explain
   const PolicyExplanation e = ttr::explain_policy(req);
   std::vector<std::pair<std::string, std::string>> out;
   for (const NamedCheck& c : e.checks) out.push_back(report_and_table({c}));
-  return {out, e.best};
+  return {out, e.best, e.notes};
 }
 
 struct CaseOut {

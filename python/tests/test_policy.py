@@ -74,6 +74,26 @@ def test_policy_matches_the_cli(case, cli, tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["checks"] == py.to_dict()["checks"]
 
 
+def test_failure_at_an_exact_zero_row_is_noted(case):
+    """q_t = 0 makes o_t = 0 with model 0: only the subnormal floor bounds that row, so a
+    1e-30 residue fails fp32 and tf32 and passes fp16; the explanation says why, per policy."""
+    inputs = {k: np.array(v) for k, v in case.inputs.items()}
+    inputs["q"][0, 3, 1, :] = 0
+    exact = ttrcheck.oracle("linear_attn", inputs, {"scale": 0.25})
+    cand = {"o": np.asarray(exact["o"], np.float32).copy(), "ht": np.asarray(exact["ht"], np.float32)}
+    assert not cand["o"][0, 3, 1].any()
+    cand["o"][0, 3, 1, 2] = 1e-30
+    e = ttrcheck.explain_policy("linear_attn", inputs, cand, config={"scale": 0.25})
+    assert e.best == "fp16"
+    failing = [p for p, r in e.reports.items() if not r.passed]
+    assert failing[:2] == ["fp32", "tf32"]
+    assert sorted(e.notes) == sorted(failing)
+    assert e.notes["fp32"].startswith("o fails at (0,3,1), where the exact value and the model are 0")
+    assert "(o fails at (0,3,1)" in str(e)
+    o, ht = tf32_linear_attention(case.inputs["q"], case.inputs["k"], case.inputs["v"], 0.25)
+    assert ttrcheck.explain_policy("linear_attn", case.inputs, {"o": o, "ht": ht}, config={"scale": 0.25}).notes == {}
+
+
 def test_bad_policy_is_an_input_error(case):
     with pytest.raises(ttrcheck.InputError, match=r"^--policy: unknown arithmetic policy 'tf16' "):
         ttrcheck.check("linear_attn", case.inputs, {"o": case.oracle["o"]}, policy="tf16")

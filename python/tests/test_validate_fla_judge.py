@@ -100,3 +100,21 @@ def test_rows_of_another_runner_say_so_and_are_tabled_apart(tmp_path):
         return sum(int(m.group(1)) for line in t.stdout.splitlines() if line.startswith(prefix)
                    for m in [re.search(r"\| pass \d+/(\d+)", line)])
     assert runs("| port |") == len(gpu) and runs(f"| port ({runner}) |") == len(cpu)
+
+
+def test_table_marks_failures_at_exact_zero_rows(tmp_path):
+    """--table: an explanation row's policy that failed at a row whose exact value is 0
+    (the floor-bound failures of ttrcheck.explain_policy's notes) reads "FAIL at 0";
+    other failures "FAIL"; rows written before the flag existed read as before."""
+    rows = tmp_path / "rows.jsonl"
+    explain = {"fp32": {"max_ratio": 2.0e4, "passed": False, "tensors": {"dh0": 2.0e4}, "floor": True},
+               "tf32": {"max_ratio": 12.0, "passed": False, "tensors": {"o": 12.0}, "floor": False},
+               "fp16": {"max_ratio": 3.0, "passed": True, "tensors": {"o": 3.0}},
+               "bf16": {"max_ratio": 90.0, "passed": False, "tensors": {"o": 90.0}}}
+    row = {"op": "chunk_linear_attn", "suite": "varlen", "case": "empty_sequences", "dtype": "bf16",
+           "direction": "backward", "explain": explain, "best": "fp16", "seconds": 1.0}
+    rows.write_text(json.dumps(row) + "\n")
+    p = subprocess.run([sys.executable, SCRIPT, "--table", str(rows)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith("| chunk_linear_attn"))
+    assert "| 2e+04 FAIL at 0 | 12 FAIL | 3 pass | 90 FAIL | fp16 |" in line, line

@@ -168,10 +168,16 @@ class PolicyExplanation:
 
     reports: Dict[str, Report]
     best: Optional[str]
+    #: per policy, why it failed where its ratio would mislead ("" otherwise): the worst
+    #: row's exact value and model are 0, so the subnormal floor alone bounds it.
+    notes: Dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        lines = [f"  {p:<13} max ratio {r.max_ratio:<10.3g} {'pass' if r.passed else 'FAIL'}"
-                 for p, r in self.reports.items()]
+        lines = []
+        for p, r in self.reports.items():
+            lines.append(f"  {p:<13} max ratio {r.max_ratio:<10.3g} {'pass' if r.passed else 'FAIL'}")
+            if self.notes.get(p):
+                lines.append(f"                ({self.notes[p]})")
         lines.append(f"explained by {self.best} (the smallest policy it passes)" if self.best
                      else "explained by none of these policies")
         return "\n".join(lines)
@@ -186,12 +192,13 @@ def explain_policy(layer: str, inputs: ArrayMap, candidate: ArrayMap, *,
     ``check --explain-policy`` (fp32, tf32, fp16, bf16-storage, bf16), one oracle for all
     (computed as `oracle_tier` says, as in :func:`check`)."""
     samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
-    pairs, best = _core.explain_policy(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
+    pairs, best, notes = _core.explain_policy(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                                        oracle_tensors, oracle_meta, form or "", int(chunk_size), int(samples),
                                        int(seed), bool(backward), bool(strict_range), config_sets(config), name or "",
                                        str(oracle_tier))
-    return PolicyExplanation({p: Report(js, table) for p, (js, table) in zip(_core.explain_order(), pairs)},
-                             best or None)
+    order = _core.explain_order()
+    return PolicyExplanation({p: Report(js, table) for p, (js, table) in zip(order, pairs)}, best or None,
+                             {p: n for p, n in zip(order, notes) if n})
 
 
 class Tensors(dict):

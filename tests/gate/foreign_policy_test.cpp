@@ -1,14 +1,16 @@
 // Arithmetic policies of foreign kernels (gate/policies.hpp): a kernel built here,
 // independently of ttrcheck's forms, that multiplies in TF32 (Triton's default for
 // an fp32 tl.dot) passes as tf32 and fails as fp32; the fp32-rounded oracle passes
-// as fp32 and is explained by it; bad policy names and a policy contradicting
-// --dtype are one-line InputErrors.
+// as fp32 and is explained by it; a failure at a row whose exact value is 0 is
+// noted as floor-bound; bad policy names and a policy contradicting --dtype are
+// one-line InputErrors.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "gate/check_request.hpp"
@@ -142,6 +144,45 @@ TEST(ForeignPolicy, Fp32RoundedOracleIsExplainedByFp32) {
     for (double& x : t.data) x = static_cast<float>(x);
   EXPECT_TRUE(run_check(c.request(exact, "fp32")).second.pass);
   EXPECT_EQ(explain_policy(c.request(exact, "")).best, "fp32");
+}
+
+// A failure at a row whose exact value is 0 (q_t = 0 makes o_t = 0, and its model
+// 0) is bounded by the dtype's subnormal floor alone: a residue of 1e-30 there fails
+// fp32 and tf32 and passes fp16 (floor 2⁻²⁴), whatever arithmetic made it. The
+// explanation's notes say so for the failing policies, naming the tensor and row;
+// an ordinary failure (the TF32 kernel's as fp32) has none.
+TEST(ForeignPolicy, FailuresAtExactZeroRowsAreNoted) {
+  Case c;
+  Tensor<double>& q = c.in.tensors.at("q");
+  const std::int64_t T = q.shape[1], H = q.shape[2], K = q.shape[3];
+  const std::int64_t t = 3, h = 1;
+  for (std::int64_t d = 0; d < K; ++d) q.data[static_cast<std::size_t>((t * H + h) * K + d)] = 0.0;
+  TensorMap<double> cand =
+      run_layer(find_layer("linear_attn"), Form::sequential, {Tier::mpfr, 256}, c.in.tensors, c.in.config).values;
+  for (auto& [name, x] : cand)
+    for (double& v : x.data) v = static_cast<float>(v);
+  Tensor<double>& o = cand.at("o");
+  const std::int64_t V = o.shape[3];
+  for (std::int64_t e = 0; e < V; ++e) ASSERT_EQ(o.data[static_cast<std::size_t>((t * H + h) * V + e)], 0.0);
+  ASSERT_EQ(o.shape[1], T);
+  o.data[static_cast<std::size_t>((t * H + h) * V + 2)] = 1e-30;
+  const PolicyExplanation e = explain_policy(c.request(cand, ""));
+  ASSERT_EQ(e.notes.size(), e.checks.size());
+  EXPECT_EQ(e.best, "fp16");
+  for (std::size_t i = 0; i < e.checks.size(); ++i) {
+    const std::string& name = explain_order()[i];
+    if (e.checks[i].second.pass) {
+      EXPECT_EQ(e.notes[i], "") << name;
+      continue;
+    }
+    EXPECT_EQ(e.notes[i], "o fails at (0,3,1), where the exact value and the model are 0: the subnormal floor "
+                          "alone bounds that row, whatever the kernel's arithmetic")
+        << name;
+  }
+  EXPECT_FALSE(e.checks[0].second.pass);  // fp32
+  const PolicyExplanation tf = explain_policy(c.request(c.tf32_candidate(), ""));
+  ASSERT_FALSE(tf.checks[0].second.pass);
+  EXPECT_EQ(tf.notes[0], "");
 }
 
 TEST(ForeignPolicy, BadNamesAndContradictionsAreInputErrors) {
