@@ -28,7 +28,9 @@ nlohmann::json domain_json(const LayerEntry& e) {
         for (Tier t : {Tier::fp32, Tier::bf16, Tier::fp16}) per[tier_name(t)] = domain_limit(c.held, {f, dir, t, 64});
         limits[fmt::format("{} {}", form_name(f), direction_name(dir))] = per;
       }
-    conds.push_back({{"name", c.name}, {"bound", c.bound}, {"covers", c.covers}, {"limits", limits}});
+    nlohmann::json cond = {{"name", c.name}, {"bound", c.bound}, {"covers", c.covers}, {"limits", limits}};
+    if (c.rounding) cond["rounding"] = true;  // an estimate of rounding noise (DomainCondition::rounding)
+    conds.push_back(std::move(cond));
   }
   for (const DomainGap& g : d->gaps) {
     nlohmann::json forms = nlohmann::json::array(), dirs = nlohmann::json::array();

@@ -175,7 +175,7 @@ std::vector<DomainViolation> domain_violations(const LayerDomain& d, const Domai
     if (!cond.applies(c)) continue;
     const double value = cond.measure(in, c), limit = domain_limit(cond.held, c);
     // A NaN measure cannot come from validated (finite) inputs; it would count as outside.
-    if (!(value <= limit)) out.push_back({cond.name, cond.bound, domain_format(cond.held, c), value, limit});
+    if (!(value <= limit)) out.push_back({cond.name, cond.bound, domain_format(cond.held, c), value, limit, cond.rounding});
   }
   return out;
 }

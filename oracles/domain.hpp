@@ -60,6 +60,12 @@ struct DomainCondition {
   Held held = Held::stored;
   // The quantity's value on these inputs (a bound on the intermediates' magnitude).
   std::function<double(const DomainInputs&, const DomainContext&)> measure;
+  // An estimate of a computed value's rounding noise rather than a bound on an
+  // exact intermediate (GKA's chunk-backward `reversal`): past its limit the form's
+  // own arithmetic can make a result non-finite while every exact value stays in
+  // range: the range rule (gate/range.hpp) cannot tell — its float64 trace either
+  // stays in range or overflows from the same growth.
+  bool rounding = false;
   bool applies(const DomainContext& c) const;
 };
 
@@ -94,6 +100,7 @@ struct DomainViolation {
   std::string format;  // the format whose largest finite value is the limit
   double value = 0.0;
   double limit = 0.0;
+  bool rounding = false;  // the condition's DomainCondition::rounding
 };
 
 // The largest finite value of the format holding `held` intermediates of the

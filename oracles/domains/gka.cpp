@@ -105,6 +105,7 @@ Params params_of(const DomainInputs& in, const DomainContext& c) {
   P.form = c.form;
   P.direction = c.direction;
   P.chunk = c.chunk_size;
+  P.u_iterate = c.dtype == Tier::bf16 ? 0x1p-8 : c.dtype == Tier::fp16 ? 0x1p-11 : 0x1p-24;
   return P;
 }
 
@@ -303,7 +304,7 @@ Bounds bounds(const DomainInputs& in, const DomainContext& c) {
                       {&b.solve, r.solve}, {&b.output, r.output}, {&b.diagnostics, r.diagnostics},
                       {&b.adjoint, r.adjoint}, {&b.solve_adjoint, r.solve_adjoint}, {&b.gradients, r.gradients},
                       {&b.gate_gradients, r.gate_gradients}, {&b.chunk_adjoint, r.chunk_adjoint},
-                      {&b.chunk_operands, r.chunk_operands}})
+                      {&b.chunk_operands, r.chunk_operands}, {&b.reversal, r.reversal}})
     up(*x, y);
   return b;
 }
@@ -398,6 +399,15 @@ LayerDomain gka(const LayerSpec&) {
       "the chunk backward's narrowed operands: dH_end, dS_end, the masked products of the readout's and of "
       "eq. (58)'s rank-one adjoints, Lemma 2's iterates, eq. (5)'s adjoint operands",
       chunk, bwd, Held::stored, [](const Bounds& b) { return b.chunk_operands; });
+  add("reversal",
+      "max_t of u·X_t·R_t^{−r} (u = 2⁻²⁴ fp32, 2⁻⁸ bf16, 2⁻¹¹ fp16: the iterates' rounding), +∞ where R_t² < 2⁻²²; "
+      "R_t = ρ_lo,t/(1 + √(1 − ρ_lo,t²)) (GKA Lemma 3's √(ω* − 1); H_t ≠ 0, chebyshev): a first-order estimate of "
+      "the rounding noise, not a bound",
+      "the reversed iterates ξ_{i−2} = (ξ_i − ν_iξ_{i−1} + c_iAξ_{i−1} − c_iq̂)/b_i (GKA eq. (59)) as computed in fp32: "
+      "rounding grows by 1/R per step, and b_i = 1 − ν_i (−b_i ≥ R²) rounds to 0 below R² ≈ 2⁻²⁴ (κ near 1: a fixed "
+      "λ far above ‖H_t‖_F)",
+      chunk, bwd, Held::compute, [](const Bounds& b) { return b.reversal; });
+  d.conditions.back().rounding = true;
   d.gaps.push_back({{},
                     {Direction::backward},
                     "not derived for the backward direction with solver=cg: CG's reverse pass divides by ‖r_i‖² "

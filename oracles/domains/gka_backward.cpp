@@ -108,6 +108,21 @@ void backward_bounds(const Params& P, const ProblemBounds& pr, Bounds& b) {
             up(sa, u);
         }
         if (P.alg2 && !t.zero) up(b.scalars, quot(4.0, t.rho_lo * t.rho_lo));  // eq. (57)'s 4/ρ²
+        // The chunk backward's reversal (eq. (59)) runs in fp32 from the forward's
+        // iterates, which a 16-bit policy narrows before each product: an error of
+        // ~u‖ξ‖ (u = P.u_iterate, the dtype's: each reversed step injects the difference
+        // between ξ and its narrowed copy) grows by 1/R per reversed step,
+        // R = √(ω* − 1) = ρ/(1 + √(1 − ρ²)) (GKA Lemma 3): ~u·X_t·R^{−r}. GKA Remark 2 keeps
+        // to κ ≥ 10 (R ≥ 0.52: R^{−30} < 10⁹); a fixed λ far above ‖H_t‖_F drives κ
+        // toward 1 and R toward 0, and the noise past fp32's range (NaN gradients,
+        // docs/domains/gka.md, "Alg. 2 in floating point"). And the divisor itself,
+        // b_i = 1 − ν_i with −b_i ≥ ω* − 1 = R²: where R² is near fp32's 2⁻²⁴, ν_i =
+        // 4/(4 − ρ²ν_{i−1}) rounds to 1 and b_i to 0 (at any r: ρ ≲ 2⁻¹¹), so the
+        // value is +∞ below R² = 2⁻²². H_t = 0 takes the flat route.
+        if (chunk && !t.zero) {
+          const double R = t.rho_lo / (1.0 + std::sqrt(std::max(0.0, 1.0 - t.rho_lo * t.rho_lo)));
+          up(b.reversal, R * R < 0x1p-22 ? kInf : mul(P.u_iterate * t.X, std::pow(R, -static_cast<double>(P.iters))));
+        }
       } else {  // exact: u = A⁻ᵀdx by Cholesky (GKA eq. (6), Lemma 1)
         const double u = quot(a.R, t.m);
         a.G = mul(u, t.X);

@@ -43,6 +43,10 @@ struct Params {
   Form form = Form::sequential;
   Direction direction = Direction::forward;
   int chunk = 64;
+  // The unit roundoff of the iterates the chunk backward's reversal starts from and
+  // retraces: the forward narrows ξ to the dtype before each product (2⁻⁸ bf16, 2⁻¹¹
+  // fp16, 2⁻²⁴ fp32), while the reversal itself runs in fp32.
+  double u_iterate = 0x1p-24;
 };
 
 // One token of one (sequence, head) problem: the inputs' norms and the forward
@@ -84,6 +88,7 @@ struct Bounds {
   // backward
   double adjoint = 0, solve_adjoint = 0, gradients = 0, gate_gradients = 0;
   double chunk_adjoint = 0, chunk_operands = 0;
+  double reversal = 0;  // the chunk backward's Alg. 2 reversal: its rounding noise in fp32
 };
 
 // b = max(b, v). A NaN v is a bound that could not be formed (0·∞ or ∞ − ∞ of

@@ -136,6 +136,163 @@ TEST(Domain, GkaBackwardIsSound) {
       }
 }
 
+// The chunk backward's `reversal` condition against the form itself: one token, K = 2,
+// k = (s, 0), q = (1, 1), fixed λ = 1, r = 30, so that κ = 1 + s² (GKA Remark 2 keeps
+// to κ ≥ 10) and Alg. 2's reversal grows rounding by 1/R = (1 + √(1 − ρ²))/ρ per step,
+// ρ = s²/(s² + 2). The fp32 chunk backward's gradients are finite for s ≥ 0.375 and NaN
+// for s ≤ 0.35 (measured on the CPU form; the CUDA kernel, which rounds as it does,
+// returned NaN on the CUDA property's shrunk case of the same kind, 2026-12-06). The
+// exact intermediates stay small at every s — no range finding — so only this
+// condition can say why: it must hold where the outputs are finite and be violated
+// where they are not.
+TEST(Domain, GkaChunkBackwardReversalConditionSeparatesNanFromFinite) {
+  const LayerEntry& e = find_layer("gka");
+  const LayerDomain& dom = *layer_domain("gka");
+  const Config cfg =
+      Config::make(e.spec, {{"scale", "1"}, {"lambda", "1"}, {"solver", "chebyshev"}, {"iters", "30"}});
+  const LayerSpec spec = direction_spec(e.spec, Direction::backward);
+  const DomainContext ctx{Form::chunk, Direction::backward, Tier::fp32, 64};
+  const auto inputs = [](double s) {
+    TensorMap<double> in;
+    in["q"] = Tensor<double>({1, 1, 1, 2}, 1.0);
+    in["k"] = Tensor<double>({1, 1, 1, 2}, 0.0);
+    in["k"].data[0] = s;
+    in["v"] = Tensor<double>({1, 1, 1, 1}, 1.0);
+    in["g"] = Tensor<double>({1, 1, 1}, 0.0);
+    in["do"] = Tensor<double>({1, 1, 1, 1}, 1.0);
+    return in;
+  };
+  const auto finite = [&](const TensorMap<double>& in) {
+    const LayerResult r = run_layer(e, Form::chunk, {Tier::fp32, 0}, in, cfg, 64, Direction::backward);
+    for (const auto& [name, t] : r.values)
+      for (double x : t.data)
+        if (!std::isfinite(x)) return false;
+    return true;
+  };
+  const auto reversal = [&](const TensorMap<double>& in) {
+    for (const DomainViolation& v : domain_violations(dom, {spec, in, cfg}, ctx))
+      if (v.condition == "reversal") return v.rounding;  // an estimate, flagged as such
+    return false;
+  };
+  for (double s : {1.0, 0.5, 0.375}) {
+    const TensorMap<double> in = inputs(s);
+    EXPECT_TRUE(finite(in)) << "s = " << s;
+    EXPECT_TRUE(domain_violations(dom, {spec, in, cfg}, ctx).empty()) << "s = " << s;
+  }
+  for (double s : {0.35, 0.25, 0.125}) {
+    const TensorMap<double> in = inputs(s);
+    EXPECT_FALSE(finite(in)) << "s = " << s;
+    EXPECT_TRUE(reversal(in)) << "s = " << s;
+  }
+  // The condition is the chunk backward's alone: the sequential form stores no
+  // reversed iterates (chebyshev_backward=unrolled, the default).
+  EXPECT_TRUE(domain_violations(dom, {spec, inputs(0.125), cfg}, {Form::sequential, Direction::backward, Tier::fp32, 64})
+                  .empty());
+}
+
+// Random short GKA sequences for the soundness tests below: q, k, v ~ bf16(N(0, 1)),
+// key rows scaled over four decades (one norm for most tokens, 10^U(−3, 1) for some,
+// 0 for a sixth), decays 1, e^−20 and realistic, β (0 and 1 among them), α, h0 and
+// hkk0 = M Mᵀ/K (its diagonal lowered by up to 0.3 in a third of the cases: indefinite)
+// in half the cases each.
+struct GkaDraws {
+  std::mt19937_64 rng;
+  double U(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+  double N() { return BF16Format::round(std::normal_distribution<double>(0.0, 1.0)(rng)); }
+  Tensor<double> draw(std::vector<std::int64_t> shape) {
+    Tensor<double> t(std::move(shape), 0.0);
+    for (double& x : t.data) x = N();
+    return t;
+  }
+  TensorMap<double> inputs(std::int64_t T, std::int64_t K, std::int64_t V) {
+    TensorMap<double> in;
+    in["q"] = draw({1, T, 1, K});
+    in["k"] = draw({1, T, 1, K});
+    in["v"] = draw({1, T, 1, V});
+    in["g"] = Tensor<double>({1, T, 1}, 0.0);
+    const double key = std::pow(10.0, U(-2.0, 1.0));
+    for (std::int64_t t = 0; t < T; ++t) {
+      const double s = rng() % 6 == 0 ? 0.0 : rng() % 4 == 0 ? std::pow(10.0, U(-3.0, 1.0)) : key;
+      for (std::int64_t i = 0; i < K; ++i) in["k"].data[t * K + i] = BF16Format::round(in["k"].data[t * K + i] * s);
+      const int u = static_cast<int>(rng() % 5);
+      in["g"].data[t] = u == 0 ? 0.0 : BF16Format::round(u == 1 ? -20.0 : -U(0.0, 0.3));
+    }
+    if (rng() % 2) {
+      in["beta"] = Tensor<double>({1, T, 1}, 0.0);
+      for (double& x : in["beta"].data)
+        x = rng() % 3 == 0 ? static_cast<double>(rng() % 2) : BF16Format::round(U(0, 1));
+    }
+    if (rng() % 2) {
+      in["alpha"] = Tensor<double>({1, T, 1}, 0.0);
+      for (double& x : in["alpha"].data) x = BF16Format::round(U(0, 1));
+    }
+    if (rng() % 2) in["h0"] = draw({1, 1, K, V});
+    if (rng() % 2) {
+      const Tensor<double> M = draw({K, K});
+      const double shift = rng() % 3 == 0 ? U(0.0, 0.3) : 0.0;
+      Tensor<double> H({1, 1, K, K}, 0.0);
+      for (std::int64_t i = 0; i < K; ++i)
+        for (std::int64_t j = 0; j < K; ++j) {
+          double s = 0;
+          for (std::int64_t l = 0; l < K; ++l) s += M.data[i * K + l] * M.data[j * K + l];
+          H.data[i * K + j] = BF16Format::round(s / static_cast<double>(K) - (i == j ? shift : 0.0));
+        }
+      in["hkk0"] = std::move(H);
+    }
+    return in;
+  }
+};
+
+// The same on random fixed-λ cases (GkaDraws, λ = 10^U(−4, 1), r ∈ {5, 30}, fp32 and
+// bf16): wherever the inputs are inside the chunk backward's
+// domain — `reversal` included — the CPU chunk backward's gradients are finite. This
+// test found the condition's two other terms: at r = 5 the divisor b_i itself rounds
+// to 0 (ρ ≲ 2⁻¹¹: dk NaN at every token of a single-token case with ‖k‖ = 1.1e-3,
+// λ = 0.024), and under bf16 the noise starts from the iterates' bf16 rounding, not
+// fp32's (a case 100× inside the fp32 estimate, NaN in bf16 only). The cases past the
+// condition alone are counted; most are NaN, and at least one must be (the draw
+// reaches that side).
+TEST(Domain, GkaChunkBackwardIsFiniteInsideTheDomainUnderAFixedLambda) {
+  const LayerEntry& e = find_layer("gka");
+  const LayerDomain& dom = *layer_domain("gka");
+  const LayerSpec spec = direction_spec(e.spec, Direction::backward);
+  GkaDraws r{std::mt19937_64(20261206)};
+  int inside = 0, past = 0, past_nan = 0;
+  for (int n = 0; n < 200; ++n) {
+    const std::int64_t T = 1 + r.rng() % 20, K = 1 + r.rng() % 6, V = 1 + r.rng() % 3;
+    TensorMap<double> in = r.inputs(T, K, V);
+    in["do"] = r.draw({1, T, 1, V});
+    const Config cfg = Config::make(e.spec, {{"solver", "chebyshev"},
+                                             {"iters", r.rng() % 2 ? "30" : "5"},
+                                             {"lambda", fmt::format("{}", std::pow(10.0, r.U(-4.0, 1.0)))}});
+    for (Tier dtype : {Tier::fp32, Tier::bf16}) {
+      const std::vector<DomainViolation> v = domain_violations(dom, {spec, in, cfg}, {Form::chunk, Direction::backward, dtype, 64});
+      const LayerResult out = run_layer(e, Form::chunk, {dtype, 0}, in, cfg, 64, Direction::backward);
+      bool finite = true;
+      for (const auto& [name, t] : out.values)
+        for (double x : t.data) finite = finite && std::isfinite(x);
+      if (v.empty()) {
+        ++inside;
+        std::string bad;
+        for (const auto& [name, t] : out.values) {
+          int c = 0;
+          for (double x : t.data) c += !std::isfinite(x);
+          if (c) bad += fmt::format(" {}:{}/{}", name, c, t.data.size());
+        }
+        EXPECT_TRUE(finite) << "case " << n << " " << tier_name(dtype) << ": non-finite gradients inside the domain, T = "
+                            << T << ", K = " << K << ", config " << cfg.json() << ";" << bad;
+      } else if (v.size() == 1 && v[0].condition == "reversal") {
+        ++past;
+        past_nan += !finite;
+      }
+    }
+  }
+  std::printf("domain: gka chunk backward, fixed λ: %d runs inside the domain, %d past `reversal` alone (%d of "
+              "them non-finite)\n", inside, past, past_nan);
+  EXPECT_GT(inside, 100);
+  EXPECT_GT(past_nan, 0);  // the condition is not idle: the draw reaches the NaN side
+}
+
 // solver=cg's backward is not derived (docs/domains.md, "Not derived"): no condition is
 // claimed and check notes nothing there; its forward is derived.
 TEST(Domain, GkaCgBackwardIsNotDerived) {
@@ -215,51 +372,14 @@ using namespace domain_probe;
 TEST(Domain, GkaRandomCasesAtTheDomainEdgeStayInRange) {
   const LayerEntry& e = find_layer("gka");
   const LayerDomain& dom = *layer_domain("gka");
-  std::mt19937_64 rng(20261205);
-  const auto U = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
-  const auto N = [&] { return BF16Format::round(std::normal_distribution<double>(0.0, 1.0)(rng)); };
-  const auto draw = [&](std::vector<std::int64_t> shape) {
-    Tensor<double> t(std::move(shape), 0.0);
-    for (double& x : t.data) x = N();
-    return t;
-  };
+  GkaDraws r{std::mt19937_64(20261205)};
+  std::mt19937_64& rng = r.rng;
+  const auto U = [&](double lo, double hi) { return r.U(lo, hi); };
+  const auto draw = [&](std::vector<std::int64_t> shape) { return r.draw(std::move(shape)); };
   int checked = 0;
   for (int n = 0; n < 120; ++n) {
     const std::int64_t T = 1 + rng() % 16, K = 1 + rng() % 5, V = 1 + rng() % 3;
-    TensorMap<double> in;
-    in["q"] = draw({1, T, 1, K});
-    in["k"] = draw({1, T, 1, K});
-    in["v"] = draw({1, T, 1, V});
-    in["g"] = Tensor<double>({1, T, 1}, 0.0);
-    const double key = std::pow(10.0, U(-2.0, 1.0));
-    for (std::int64_t t = 0; t < T; ++t) {
-      const double s = rng() % 6 == 0 ? 0.0 : rng() % 4 == 0 ? std::pow(10.0, U(-3.0, 1.0)) : key;
-      for (std::int64_t i = 0; i < K; ++i) in["k"].data[t * K + i] = BF16Format::round(in["k"].data[t * K + i] * s);
-      const int u = static_cast<int>(rng() % 5);
-      in["g"].data[t] = u == 0 ? 0.0 : BF16Format::round(u == 1 ? -20.0 : -U(0.0, 0.3));
-    }
-    if (rng() % 2) {
-      in["beta"] = Tensor<double>({1, T, 1}, 0.0);
-      for (double& x : in["beta"].data)
-        x = rng() % 3 == 0 ? static_cast<double>(rng() % 2) : BF16Format::round(U(0, 1));
-    }
-    if (rng() % 2) {
-      in["alpha"] = Tensor<double>({1, T, 1}, 0.0);
-      for (double& x : in["alpha"].data) x = BF16Format::round(U(0, 1));
-    }
-    if (rng() % 2) in["h0"] = draw({1, 1, K, V});
-    if (rng() % 2) {  // M Mᵀ/K, its diagonal lowered by up to 0.3 in a third of the cases
-      const Tensor<double> M = draw({K, K});
-      const double shift = rng() % 3 == 0 ? U(0.0, 0.3) : 0.0;
-      Tensor<double> H({1, 1, K, K}, 0.0);
-      for (std::int64_t i = 0; i < K; ++i)
-        for (std::int64_t j = 0; j < K; ++j) {
-          double s = 0;
-          for (std::int64_t l = 0; l < K; ++l) s += M.data[i * K + l] * M.data[j * K + l];
-          H.data[i * K + j] = BF16Format::round(s / static_cast<double>(K) - (i == j ? shift : 0.0));
-        }
-      in["hkk0"] = std::move(H);
-    }
+    const TensorMap<double> in = r.inputs(T, K, V);
     const char* solver = std::array{"chebyshev", "exact", "cg"}[rng() % 3];
     const double a = std::array{1e-3, 0.02, 0.5, 2.0, 100.0}[rng() % 5];
     const bool fixed = rng() % 4 == 0, alg2 = rng() % 2 == 0;

@@ -226,9 +226,15 @@ TEST(CudaGkaBackward, TiledProductsEqualTheNaiveOnesBitForBit) {
 // cotangents scaled by 2⁸ (exact) so that the products are large.
 TEST(CudaGkaBackward, OneTokenFromZeroStatesHasNoGateGradient) {
   TTR_REQUIRE_DEVICE();
-  const VectorCase one = with_gate_config({{"one_token", "", dims(2, 1, 4, 32, 16), {}, {}}})[0];
+  // Every optional input but the initial states: β drawn, so that dβ is an output
+  // whose size says the case's products are large.
+  Regime opt;
+  opt.optional_inputs = true;
+  const VectorCase one = with_gate_config({{"one_token", "", dims(2, 1, 4, 32, 16), opt, {}}})[0];
   TensorMap<double> in = generate_backward_inputs(gka().spec, one, 43);
-  ASSERT_FALSE(in.count("h0") || in.count("hkk0"));
+  in.erase("h0");
+  in.erase("hkk0");
+  ASSERT_TRUE(in.count("beta"));
   for (const char* name : {"v", "dht"}) {
     ASSERT_TRUE(in.count(name)) << name;
     for (double& x : in.at(name).data) x *= 256.0;

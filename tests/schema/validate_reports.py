@@ -125,6 +125,27 @@ def main():
     assert note["form"] == "chunk" and note["violated"][0]["condition"] == "inputs", note
     assert note["violated"][0]["value"] == "inf" and note["violated"][0]["limit"] == 65504, note
     assert "domain: the inputs leave the guaranteed domain" in r.stdout, r.stdout
+    # A condition that estimates the form's rounding noise is flagged as such: gka's
+    # chunk backward with a fixed λ far above ‖H‖_F (κ = 1 + 0.25²/1), where Alg. 2's
+    # reversed iterates overflow fp32 (docs/domains/gka.md, "reversal").
+    gka_meta = {"layer": "gka", "config": json.dumps({"solver": "chebyshev", "iters": "30", "lambda": "1"})}
+    gka_in = work / "gka.reversal.safetensors"
+    write_f32_safetensors(gka_in, {"q": ([1, 1, 1, 2], [1.0, 1.0]), "k": ([1, 1, 1, 2], [0.25, 0.0]),
+                                   "v": ([1, 1, 1, 1], [1.0]), "g": ([1, 1, 1], [0.0]), "do": ([1, 1, 1, 1], [1.0])},
+                          gka_meta)
+    gka_out = work / "gka.reversal.out.safetensors"
+    run(ttrcheck, "run", "--layer", "gka", "--in", str(gka_in), "--out", str(gka_out), "--arith", "fp32", "--form", "chunk",
+        "--backward", expect=0)
+    r = subprocess.run([ttrcheck, "check", "--layer", "gka", "--in", str(gka_in), "--candidate", str(gka_out),
+                        "--dtype", "fp32", "--form", "chunk", "--backward", "--report", str(work / "gka.json")],
+                       capture_output=True, text=True)
+    if r.returncode not in (0, 1):
+        sys.exit(f"check of the gka reversal case: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    validate(report_v, work / "gka.json")
+    violated = json.loads((work / "gka.json").read_text())["checks"][0]["domain"]["violated"]
+    assert [v.get("rounding", False) for v in violated if v["condition"] == "reversal"] == [True], violated
+    assert all(v.get("rounding", False) is False or v["condition"] == "reversal" for v in violated), violated
+    assert "an estimate of the form's rounding noise" in r.stdout, r.stdout
 
     doc = json.loads((work / "nan.json").read_text())
     o_entry = doc["checks"][0]["tensors"][0]
