@@ -248,27 +248,11 @@ namespace {
 
 // The note of a failing policy whose worst tensor fails at a row bounded by the
 // subnormal floor alone (its exact value and its model both 0); "" otherwise.
-std::string floor_note(Prepared& p, const ModelSpec& ms, const CheckResult& r) {
+std::string floor_note(const CheckResult& r) {
   const TensorVerdict* w = nullptr;
   for (const TensorVerdict& t : r.tensors)
     if (t.present && !t.pass && t.nonfinite_failures == 0 && (!w || t.max_ratio > w->max_ratio)) w = &t;
-  if (!w) return {};
-  const TensorSpec* out = p.judge->spec().output(w->name);
-  const Tensor<double>& ref = p.judge->oracle().at(w->name);
-  const Tensor<double>& rms = p.judge->model(ms).rms.at(w->name);
-  const RowLayout l = row_layout(*out, ref.shape);
-  for (std::int64_t row = 0; row < l.rows; ++row) {
-    const Location x = l.locate(row);
-    if (x.b != w->worst.b || x.t != w->worst.t || x.h != w->worst.h) continue;
-    const auto first = ref.data.begin() + row * l.width;
-    if (rms.data[static_cast<std::size_t>(row)] != 0.0 ||
-        !std::all_of(first, first + l.width, [](double v) { return v == 0.0; }))
-      return {};
-    return fmt::format("{} fails at {}, where the exact value and the model are 0: the subnormal floor alone "
-                       "bounds that row, whatever the kernel's arithmetic",
-                       w->name, location_str(w->worst));
-  }
-  return {};
+  return w ? floor_line(*w) : std::string();
 }
 
 }  // namespace
@@ -283,7 +267,7 @@ PolicyExplanation explain_policy(const CheckRequest& req) {
     ms.policy = c.policy;
     const CheckResult r = (*p->judge)(p->candidate, ms);
     e.checks.push_back({check_id(r, p->case_label) + (req.backward ? "/backward" : ""), r});
-    e.notes.push_back(r.pass ? std::string() : floor_note(*p, ms, r));
+    e.notes.push_back(r.pass ? std::string() : floor_note(r));
     if (r.pass && e.best.empty()) e.best = name;
   }
   return e;

@@ -180,10 +180,11 @@ void compare_tensor(const TensorSpec& out, const Tensor<double>& ref, const Tens
   if (l.rows > 0) v.worst = l.locate(0);
   for (std::int64_t row = 0; row < l.rows; ++row) {
     double err2 = 0.0, ref2 = 0.0;
-    bool modelled = true, bad = false;
+    bool modelled = true, bad = false, exact_zero = true;
     for (std::int64_t j = row * l.width; j < (row + 1) * l.width; ++j) {
       const double c = cand.data[j], o = ref.data[j];
       const bool representable = std::isfinite(o) && std::fabs(o) <= top;
+      exact_zero = exact_zero && o == 0.0;
       if (std::isnan(c)) ++v.nan_count;
       if (std::isinf(c)) ++v.inf_count;
       if (!std::isfinite(c)) {
@@ -217,16 +218,19 @@ void compare_tensor(const TensorSpec& out, const Tensor<double>& ref, const Tens
       ref2 += o * o;
     }
     double ratio = 0.0;
+    bool at_floor = false;
     if (bad) {
       ratio = std::numeric_limits<double>::infinity();
     } else if (modelled) {
       const double model = rms ? rms->data[row] : 0.0;
       if (!std::isfinite(model)) continue;  // the model cannot describe this row
       ratio = std::sqrt(err2) / row_bound(model, u, std::sqrt(ref2), dtype, l.width);
+      at_floor = exact_zero && model == 0.0;
     }
     if (ratio > v.max_ratio) {
       v.max_ratio = ratio;
       v.worst = l.locate(row);
+      v.worst_at_floor = at_floor;
     }
   }
   v.pass = v.nonfinite_failures == 0 && v.max_ratio <= threshold;

@@ -101,6 +101,10 @@ struct TensorVerdict {
   std::int64_t nonfinite_failures = 0;
   Location first_nonfinite;     // row of the first such element
   bool pass = true;
+  // The worst row's exact values are all 0 and so is its model: the subnormal floor
+  // alone bounds it, so any nonzero value there fails, whatever the arithmetic (a
+  // rounding residue of terms that cancel exactly; report.hpp's floor_line).
+  bool worst_at_floor = false;
 };
 
 // The range classification of a check with non-finite failures (gate/range.hpp):

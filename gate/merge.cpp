@@ -119,6 +119,7 @@ NamedCheck check_from_json(const json& c) {
     v.nonfinite_failures = t.at("nonfinite_failures").get<std::int64_t>();
     v.first_nonfinite = location(t.at("first_nonfinite"));
     v.pass = t.at("pass").get<bool>();
+    v.worst_at_floor = t.value("worst_at_floor", false);
     r.tensors.push_back(std::move(v));
   }
   return {c.at("id").get<std::string>(), std::move(r)};

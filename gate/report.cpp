@@ -114,6 +114,13 @@ std::string location_str(const Location& l) {
   return s;
 }
 
+std::string floor_line(const TensorVerdict& t) {
+  if (t.pass || !t.present || !t.worst_at_floor || t.nonfinite_failures > 0) return {};
+  return fmt::format("{} fails at {}, where the exact value and the model are 0: the subnormal floor alone bounds "
+                     "that row, whatever the kernel's arithmetic",
+                     t.name, location_str(t.worst));
+}
+
 std::string check_id(const CheckResult& r, const std::string& case_name) {
   return fmt::format("{}/{}/{}/{}", r.layer, form_name(r.model_form), policy_name(r.dtype, r.policy), case_name);
 }
@@ -178,6 +185,7 @@ json check_json(const std::string& id, const CheckResult& r) {
                        {"nonfinite_failures", t.nonfinite_failures},
                        {"first_nonfinite", t.nonfinite_failures > 0 ? location_json(t.first_nonfinite) : json(nullptr)},
                        {"pass", t.pass}});
+    if (t.worst_at_floor) tensors.back()["worst_at_floor"] = true;
   }
   json doc = {{"id", id},
           {"layer", r.layer},
@@ -291,6 +299,9 @@ void print_table(std::FILE* out, const std::vector<NamedCheck>& checks) {
   for (const auto& row : rows) line(row);
   for (const auto& [id, r] : checks)
     if (r.range.beyond) std::fprintf(out, "%s: %s\n", id.c_str(), range_line(r).c_str());
+  for (const auto& [id, r] : checks)
+    for (const TensorVerdict& t : r.tensors)
+      if (const std::string f = floor_line(t); !f.empty()) std::fprintf(out, "%s: %s\n", id.c_str(), f.c_str());
   for (const auto& [id, r] : checks)
     if (!r.oracle.provenance.tier.empty()) std::fprintf(out, "%s: %s\n", id.c_str(), oracle_line(r.oracle).c_str());
   const auto failed = std::count_if(checks.begin(), checks.end(), [](const NamedCheck& c) { return !c.second.pass; });

@@ -25,6 +25,12 @@ std::string check_id(const CheckResult& r, const std::string& case_name);
 // "(0,104,1) seq 2 t 4", "(2,-,1) seq 2".
 std::string location_str(const Location& l);
 
+// The note of a failing tensor whose worst row is bounded by the subnormal floor alone
+// (TensorVerdict::worst_at_floor): "dg fails at (0,0,0), where the exact value and the
+// model are 0: …"; "" for any other tensor. The check table prints it below the rows,
+// `check --explain-policy` beside each failing policy.
+std::string floor_line(const TensorVerdict& t);
+
 // A double as JSON: finite values as numbers, the others as the strings "inf",
 // "-inf", "nan" (JSON has no such numbers; the schema allows exactly these).
 nlohmann::json json_number(double x);

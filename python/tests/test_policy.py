@@ -90,6 +90,10 @@ def test_failure_at_an_exact_zero_row_is_noted(case):
     assert sorted(e.notes) == sorted(failing)
     assert e.notes["fp32"].startswith("o fails at (0,3,1), where the exact value and the model are 0")
     assert "(o fails at (0,3,1)" in str(e)
+    plain = ttrcheck.check("linear_attn", inputs, cand, config={"scale": 0.25}, dtype="fp32")
+    assert not plain.passed and plain.tensors["o"].worst_at_floor and not plain.tensors["ht"].worst_at_floor
+    assert "o fails at (0,3,1), where the exact value and the model are 0" in str(plain)
+    assert json.loads(plain.to_json())["checks"][0]["tensors"][0]["worst_at_floor"] is True
     o, ht = tf32_linear_attention(case.inputs["q"], case.inputs["k"], case.inputs["v"], 0.25)
     assert ttrcheck.explain_policy("linear_attn", case.inputs, {"o": o, "ht": ht}, config={"scale": 0.25}).notes == {}
 

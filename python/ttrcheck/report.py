@@ -41,6 +41,7 @@ class TensorResult:
     passed: bool
     worst_sequence: Optional[SequenceLocation] = None            # varlen: (sequence, token) of `worst`
     first_nonfinite_sequence: Optional[SequenceLocation] = None  # varlen: ... of `first_nonfinite`
+    worst_at_floor: bool = False  # the worst row's exact value and model are 0: only the subnormal floor bounds it
 
 
 class Report:
@@ -69,7 +70,7 @@ class Report:
             t["name"]: TensorResult(t["name"], t["present"], t["elements"], t["rows"], _num(t["max_abs_error"]),
                                     _num(t["max_ratio"]), _loc(t["worst"]), t["nan_count"], t["inf_count"],
                                     t["nonfinite_failures"], _loc(t["first_nonfinite"]), t["pass"],
-                                    _seq(t["worst"]), _seq(t["first_nonfinite"]))
+                                    _seq(t["worst"]), _seq(t["first_nonfinite"]), t.get("worst_at_floor", False))
             for t in c["tensors"]}
 
     @property

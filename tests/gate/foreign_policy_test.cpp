@@ -15,6 +15,7 @@
 
 #include "gate/check_request.hpp"
 #include "gate/policies.hpp"
+#include "gate/report.hpp"
 #include "oracles/error.hpp"
 #include "oracles/oracle.hpp"
 #include "oracles/registry.hpp"
@@ -179,9 +180,24 @@ TEST(ForeignPolicy, FailuresAtExactZeroRowsAreNoted) {
         << name;
   }
   EXPECT_FALSE(e.checks[0].second.pass);  // fp32
+  // The plain check says the same: the verdict's flag, the table's line, the JSON field.
+  const NamedCheck plain = run_check(c.request(cand, ""));
+  const TensorVerdict& v = plain.second.tensors.front();
+  ASSERT_EQ(v.name, "o");
+  EXPECT_FALSE(v.pass);
+  EXPECT_TRUE(v.worst_at_floor);
+  EXPECT_EQ(floor_line(v), e.notes[0]);
+  EXPECT_EQ(check_json(plain.first, plain.second)["tensors"][0].value("worst_at_floor", false), true);
   const PolicyExplanation tf = explain_policy(c.request(c.tf32_candidate(), ""));
   ASSERT_FALSE(tf.checks[0].second.pass);
   EXPECT_EQ(tf.notes[0], "");
+  const NamedCheck tf_plain = run_check(c.request(c.tf32_candidate(), ""));
+  ASSERT_FALSE(tf_plain.second.pass);
+  for (const TensorVerdict& t : tf_plain.second.tensors) {
+    EXPECT_FALSE(t.worst_at_floor) << t.name;  // its worst rows are nonzero: an ordinary failure
+    EXPECT_EQ(floor_line(t), "") << t.name;
+  }
+  for (const auto& t : check_json(tf_plain.first, tf_plain.second)["tensors"]) EXPECT_FALSE(t.contains("worst_at_floor"));
 }
 
 TEST(ForeignPolicy, BadNamesAndContradictionsAreInputErrors) {
