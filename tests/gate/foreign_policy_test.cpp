@@ -197,7 +197,8 @@ TEST(ForeignPolicy, FailuresAtExactZeroRowsAreNoted) {
     EXPECT_FALSE(t.worst_at_floor) << t.name;  // its worst rows are nonzero: an ordinary failure
     EXPECT_EQ(floor_line(t), "") << t.name;
   }
-  for (const auto& t : check_json(tf_plain.first, tf_plain.second)["tensors"]) EXPECT_FALSE(t.contains("worst_at_floor"));
+  const nlohmann::json tf_json = check_json(tf_plain.first, tf_plain.second);
+  for (const auto& t : tf_json.at("tensors")) EXPECT_FALSE(t.contains("worst_at_floor"));
 }
 
 TEST(ForeignPolicy, BadNamesAndContradictionsAreInputErrors) {
