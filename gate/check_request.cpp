@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "gate/judge.hpp"
-#include "gate/report.hpp"  // location_str
+#include "gate/report.hpp"  // floor_line
 #include "oracles/error.hpp"
 #include "oracles/validate.hpp"  // widen
 #include "oracles/varlen.hpp"

@@ -34,6 +34,17 @@ inline Tensor<double> tensor(Shape s, double fill) { return Tensor<double>(std::
 
 using Builder = std::function<TensorMap<double>(const LayerSpec&, Direction, double)>;
 
+// The outputs holding NaN/Inf, with their counts: " dk:85/85 dg:17/17"; "" when all are finite.
+inline std::string nonfinite(const LayerResult& r) {
+  std::string s;
+  for (const auto& [name, t] : r.values) {
+    std::size_t c = 0;
+    for (double x : t.data) c += !std::isfinite(x);
+    if (c) s += " " + name + ":" + std::to_string(c) + "/" + std::to_string(t.data.size());
+  }
+  return s;
+}
+
 struct Probe {
   const LayerEntry& e;
   Direction dir;
@@ -60,13 +71,7 @@ struct Probe {
     return trace_range(e, at(n), cfg, ms);
   }
   bool beyond(int n) const { return trace(n).beyond; }
-  bool finite(int n) const {
-    const LayerResult r = run_layer(e, form, {dtype, 0}, at(n), cfg, chunk, dir);
-    for (const auto& [name, t] : r.values)
-      for (double x : t.data)
-        if (!std::isfinite(x)) return false;
-    return true;
-  }
+  bool finite(int n) const { return nonfinite(run_layer(e, form, {dtype, 0}, at(n), cfg, chunk, dir)).empty(); }
   std::string label() const {
     return e.spec.name + "/" + form_name(form) + "/" + tier_name(dtype) + "/" + direction_name(dir);
   }
