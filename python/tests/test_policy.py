@@ -117,3 +117,33 @@ def test_explain_policy_takes_the_oracle_tier(case):
     assert [r.passed for r in fast.reports.values()] == [r.passed for r in mpfr.reports.values()]
     with pytest.raises(ttrcheck.InputError, match=r"^--oracle-tier: unknown value 'dd' \(auto\|mpfr\)"):
         ttrcheck.explain_policy("linear_attn", case.inputs, cand, config={"scale": 0.25}, oracle_tier="dd")
+
+
+def test_tf32_state_pass_operand_is_scaled_q():
+    """FLA's chunk backward state pass (chunk_bwd_kernel_dh) multiplies scale·q, rounded to
+    the product's TF32 operand, by do: dh0 = dht + tf32(scale·q)ᵀ tf32(do). At K = 8 the
+    scale 8^-1/2 is not a power of two, so that rounding is real. A candidate whose other
+    gradients are exact and whose dh0 is built that way (NumPy, from the math) passes as
+    tf32 and fails as fp32. The model that scaled after the product had no such rounding
+    and judged FLA's fp32 chunk_linear_attn at 1.6e3 as tf32 (docs/validating-fla.md)."""
+    from test_harness_numpy import linear_attn
+    rng = np.random.default_rng(3)
+    B, T, H, K = 1, 20, 2, 8
+    # Inputs TF32 values, as the suites' are (bf16 ones): the model perturbs only a value its
+    # format cannot hold, so only the product's own operand scale·q is left to round.
+    f32 = lambda *s: tf32(rng.standard_normal(s).astype(np.float32))
+    ins = {"q": f32(B, T, H, K), "k": f32(B, T, H, K), "v": f32(B, T, H, K), "h0": f32(B, H, K, K),
+           "do": f32(B, T, H, K), "dht": f32(B, H, K, K)}
+    x = {n: a.astype(np.float64) for n, a in ins.items()}
+    _, vjp = linear_attn(x["q"], x["k"], x["v"], x["h0"])
+    exact = vjp({"do": x["do"], "dht": x["dht"]})
+    cand = {n: a.astype(np.float32) for n, a in exact.items()}
+    sq = tf32((np.float32(K ** -0.5) * ins["q"]).astype(np.float32)).astype(np.float64)
+    sq_exact = K ** -0.5 * x["q"]
+    assert np.abs(sq - sq_exact).max() > 1e-5                  # the rounding the test is about
+    cand["dh0"] = (x["dht"] + np.einsum("bthk,bthv->bhkv", sq, tf32(ins["do"]).astype(np.float64))).astype(np.float32)
+    fp32 = ttrcheck.check("linear_attn", ins, cand, policy="fp32", backward=True, form="chunk")
+    as_tf32 = ttrcheck.check("linear_attn", ins, cand, policy="tf32", backward=True, form="chunk")
+    assert as_tf32.passed, str(as_tf32)
+    assert not fp32.passed and fp32.tensors["dh0"].max_ratio > 100, str(fp32)
+    assert [n for n, t in fp32.tensors.items() if t.present and not t.passed] == ["dh0"]

@@ -31,7 +31,8 @@
 // Arithmetic policy P: what the forward narrows is narrowed the same way when
 // recomputed (q, k, v, Q̃, K̃, M, S_0 as an operand). In addition narrowed: the
 // cotangents do and dht (16-bit inputs, as in the delta family's chunk backward);
-// dS_end when read as an operand (FLA stores dh per chunk as q.dtype); the decayed,
+// dS_end when read as an operand (FLA stores dh per chunk as q.dtype); the state
+// pass's operand scale·q and its decayed rows (FLA scales q before that product); the decayed,
 // masked dP before it multiplies K and Q (scalar and no decay: FLA casts ds to
 // the operand dtype for tl.dot); dq, dk, dv as written. fp32: the running dS
 // carried between chunks, the per-key dA (FLA's chunk_gla stores dA in fp32), the
@@ -50,7 +51,7 @@ template <class P>
 struct GatedLinearChunkBackwardWork {
   using A = typename P::acc;
   GatedLinearChunkWork<P> fwd;
-  Matrix<A> q, k, v, b, qd, kd, s0, scores, dO, dse, dq, dk, dv, dp, dkd, tmp, db;
+  Matrix<A> q, k, v, b, qs, qd, kd, s0, scores, dO, dse, dq, dk, dv, dp, dkd, tmp, db;
   std::vector<std::vector<A>> states;
 };
 
@@ -94,7 +95,6 @@ void gated_linear_chunk_sequence_backward(Decay kind, SeqView<const typename P::
     gather_rows<P>(k, t0, c, K, w.k);
     gather_rows<P>(v, t0, c, V, w.v);
     cumulative_gates(kind, g, t0, c, K, w.b);
-    decay_rows<P>(kind, w.q, w.b, false, w.qd);
     decay_rows<P>(kind, w.k, w.b, true, w.kd);
     masked_decayed_products<P>(kind, w.q, w.k, w.b, false, w.scores);
     narrow_all<P>(w.scores.a);
@@ -169,10 +169,19 @@ void gated_linear_chunk_sequence_backward(Decay kind, SeqView<const typename P::
       }
     }
 
-    // The backward state pass: dS_0 = Diag(e^{b_last}) dS_end + scale·Q̃ᵀ dO (fp32).
+    // The backward state pass: dS_0 = Diag(e^{b_last}) dS_end + Q̂ᵀ dO (fp32), whose
+    // operand Q̂ = narrow(narrow(scale·q) ⊙ e^{b}) is FLA's chunk_bwd_kernel_dh's: it
+    // scales q before the product and stores each step in q's dtype. Scaling after the
+    // product instead leaves scale·q unrounded, which only a power-of-two scale makes
+    // exact: FLA's fp32 chunk_linear_attn at K = 8 (scale 8^-1/2) has TF32-sized error
+    // in dh0 (1.5e-4 relative on one-token sequences) that such a model judged at
+    // 1.6e3 as tf32, at K = 16 (scale 1/4) none (docs/validating-fla.md, "Failures").
+    w.qs = w.q;
+    for (auto& x : w.qs.a) x = P::narrow(scale * x);
+    decay_rows<P>(kind, w.qs, w.b, false, w.qd);
     decay_state(kind, w.b, dS, K, V);
     chunk_gemm_tn<P>(w.qd, w.dO, w.tmp);
-    for (std::size_t e = 0; e < KV; ++e) mul_add_to(dS[e], scale, w.tmp.a[e]);
+    for (std::size_t e = 0; e < KV; ++e) dS[e] += w.tmp.a[e];
 
     // Write the chunk's gradients; dg is the chunk-local reverse cumulative sum of db.
     for (int t = 0; t < c; ++t) {
