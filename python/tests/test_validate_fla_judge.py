@@ -118,3 +118,65 @@ def test_table_marks_failures_at_exact_zero_rows(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("| chunk_linear_attn"))
     assert "| 2e+04 FAIL at 0 | 12 FAIL | 3 pass | 90 FAIL | fp16 |" in line, line
+
+
+def test_after_a_fault_that_loses_the_cuda_context_the_rest_goes_to_fresh_processes(monkeypatch, tmp_path):
+    # On the H100 (2026-12-06) one chunk_gla case faulted ("misaligned address") and every
+    # later case of the process raised the same error, reported as if it were theirs. The
+    # device and its lost context are stood in for here: a NumPy backend, and a probe that
+    # reports the context lost once the first case has raised.
+    import argparse
+    import importlib.util
+    import types
+    from importlib.machinery import SourceFileLoader
+    loader = SourceFileLoader("validate_fla_script", SCRIPT)
+    vf = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(vf)
+    fake = types.ModuleType("ttrcheck.torch")
+    fake.TorchBackend = lambda device: NumpyBackend()
+    monkeypatch.setitem(sys.modules, "ttrcheck.torch", fake)
+    faulted = []
+    monkeypatch.setattr(vf, "context_lost", lambda device: bool(faulted) and device == "cuda")
+
+    def faults_first(**kw):
+        if not faulted:
+            faulted.append(True)
+            raise RuntimeError("CUDA error: misaligned address")
+        return linear_attn(**kw)
+
+    a = argparse.Namespace(seed=0, cases=None, forward_only=False, device="cuda")
+    extra = dict(layer="linear_attn", form="sequential", adapter=NATIVE)
+    runs, errors, left = vf.executions(faults_first, "port", "tiny", "fp32", a, extra, with_oracle=False)
+    assert runs == [] and left == ["with_state"]
+    assert [(e["case"], e["error"]) for e in errors] == [("basic", "RuntimeError: CUDA error: misaligned address")]
+    # The rest: that case, then the op's other suite/dtype pairs, then the other ops, each a
+    # fresh process of this script with the caller's other options.
+    cmds = vf.resume_argv(["--jsonl", "r.jsonl", "--capture", "cap"], "port", "tiny", "fp32", left,
+                          [("varlen", "fp32")], ["chunk_gla"])
+    assert [c[2:] for c in cmds] == [
+        ["--jsonl", "r.jsonl", "--capture", "cap", "--ops", "port", "--runs", "tiny/fp32", "--cases", "with_state"],
+        ["--jsonl", "r.jsonl", "--capture", "cap", "--ops", "port", "--runs", "varlen/fp32"],
+        ["--jsonl", "r.jsonl", "--capture", "cap", "--ops", "chunk_gla"]]
+    assert cmds[0][:2] == [sys.executable, os.path.abspath(SCRIPT)]
+    assert vf.resume_argv([], "port", "tiny", "fp32", [], [], []) == []
+    # main() wired up: the pair's rows first, then the three processes, in order.
+    import subprocess as sp
+    spawned = []
+    monkeypatch.setattr(vf, "resolve", lambda name: (faults_first, dict(extra)))
+    monkeypatch.setattr(vf.subprocess, "run", lambda cmd: spawned.append(cmd[2:]) or sp.CompletedProcess(cmd, 0))
+    cap = tmp_path / "cap"
+    monkeypatch.setattr(sys, "argv", ["validate-fla", "--ops", "chunk_linear_attn,chunk_gla", "--runs",
+                                      "tiny/fp32,tiny/fp64", "--keep-guard", "--capture", str(cap)])
+    faulted[:] = []
+    a.device = "cuda"
+    assert vf.main() == 1  # the faulting case is an error row
+    assert sorted(os.listdir(cap)) == ["capture.json"]  # no run saved: the fault came first
+    tail = ["--ops", "chunk_linear_attn,chunk_gla", "--runs", "tiny/fp32,tiny/fp64", "--keep-guard", "--capture", str(cap)]
+    assert spawned == [tail + ["--ops", "chunk_linear_attn", "--runs", "tiny/fp32", "--cases", "with_state"],
+                       tail + ["--ops", "chunk_linear_attn", "--runs", "tiny/fp64"],
+                       tail + ["--ops", "chunk_gla"]]
+    # On the CPU (or with the context alive) a raise loses nothing: the next case runs.
+    faulted[:] = []
+    a.device = "cpu"
+    runs, errors, left = vf.executions(faults_first, "port", "tiny", "fp32", a, extra, with_oracle=False)
+    assert left is None and [e["case"] for e in errors] == ["basic"] and [r.case for r in runs] == ["with_state"]
