@@ -1,0 +1,69 @@
+"""FLA 0.6.0's chunk_gla at a head dimension K = V = 8 in fp32 and fp16: what
+scripts/validate-fla met on an H100 (2026-12-06, torch 2.11.0+cu130, Triton 3.6.0) on
+ttrcheck's gla varlen case single_tokens (cu_seqlens [0, 1, 2, 3, 4, 5, 25], H = 2,
+K = V = 8, fp32) was "CUDA error: misaligned address", where bf16 at V <= 8 fails to
+compile instead (repro_chunk_gla_small_v.py). A CUDA fault poisons the process's
+context, so each probe below runs in a fresh interpreter with CUDA_LAUNCH_BLOCKING=1
+(the traceback then names the launch that faulted), and the runner prints one line per
+probe: forward and backward, fixed length and varlen, three dtypes, two head sizes.
+Random values stand in for the case's (the shapes alone decide). Written after that call,
+not yet run on a GPU; its probes ran on the CPU in Triton's interpreter (device "cpu",
+ttrcheck.triton_interpreter enabled), where they end "forward ok; backward ok" (the
+interpreter checks bounds, not alignment, and has no tl.dot shape limit). Run it on a GPU
+with fla-core installed:
+
+    python3 docs/validating-fla/repro_chunk_gla_fp32_small_k.py [float32 float16 bfloat16]
+"""
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+PROBE = r"""
+import sys, torch, torch.nn.functional as F
+import fla.ops.common.chunk_o as chunk_o
+from fla.ops.gla import chunk_gla
+chunk_o.TRITON_ABOVE_3_4_0 = False  # FLA's Hopper guard on gated backwards, bypassed as scripts/validate-fla does
+dtype = getattr(torch, sys.argv[1]); K = int(sys.argv[2]); varlen = sys.argv[3] == "varlen"
+torch.manual_seed(0)
+cu = torch.tensor([0, 1, 2, 3, 4, 5, 25], device="cuda", dtype=torch.int32) if varlen else None
+B, T, H = (1, 25, 2)
+N = len(cu) - 1 if varlen else B
+mk = lambda *s: torch.randn(*s, device="cuda", dtype=dtype).requires_grad_()
+q, k, v = mk(B, T, H, K), mk(B, T, H, K), mk(B, T, H, K)
+g = F.logsigmoid(torch.randn(B, T, H, K, device="cuda")).to(dtype).requires_grad_()
+h0 = torch.randn(N, H, K, K, device="cuda", dtype=torch.float32).requires_grad_()
+o, ht = chunk_gla(q, k, v, g, initial_state=h0, output_final_state=True, cu_seqlens=cu)
+torch.cuda.synchronize()
+print("forward ok", end="; ", flush=True)
+(o.float().sum() + ht.float().sum()).backward()
+torch.cuda.synchronize()
+print("backward ok", flush=True)
+"""
+
+
+PROBES = [(d, K, m) for d in ("float32", "float16", "bfloat16") for K in (8, 16) for m in ("fixed", "varlen")]
+
+
+def probe(args):
+    dtype, K, mode = args
+    env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
+    p = subprocess.run([sys.executable, "-c", PROBE, dtype, str(K), mode], env=env,
+                       capture_output=True, text=True, timeout=900)
+    tail = [l for l in p.stderr.splitlines() if l.strip()]
+    where = [l.strip() for l in tail if l.strip().startswith('File "') and "/fla/" in l]
+    why = tail[-1] if tail else ""
+    return (f"{dtype:9} K=V={K:<2} {mode:6}: {p.stdout.strip() or '-'}"
+            + (f" | {why[:160]} | last FLA frame: {where[-1] if where else '?'}" if p.returncode else ""))
+
+
+def main():
+    # The probes compile their own kernels (tens of seconds each): side by side.
+    chosen = [x for x in PROBES if len(sys.argv) < 2 or x[0] in sys.argv[1:]]
+    with ThreadPoolExecutor(len(chosen)) as pool:
+        for line in pool.map(probe, chosen):
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
