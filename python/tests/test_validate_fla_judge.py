@@ -180,3 +180,37 @@ def test_after_a_fault_that_loses_the_cuda_context_the_rest_goes_to_fresh_proces
     a.device = "cpu"
     runs, errors, left = vf.executions(faults_first, "port", "tiny", "fp32", a, extra, with_oracle=False)
     assert left is None and [e["case"] for e in errors] == ["basic"] and [r.case for r in runs] == ["with_state"]
+
+
+def test_status_counts_each_case_at_its_latest_judgment(tmp_path):
+    """--status: one cell per op x dtype x suite; a case re-judged in a later file (a mended
+    model, a new capture) counts there only, an error row counts until a later file judges
+    that case (or, naming no case, any case of the suite), a pass at an infinite ratio is an
+    excused range finding, and FLA's criterion and --explain-policy's verdicts are counted."""
+    def row(case, tensor, ratio, verdict, rel=1e-3, **kw):
+        return dict(op="op", suite="standard", case=case, dtype="fp32", direction="backward", tensor=tensor,
+                    max_ratio=ratio, verdict=verdict, rel_rms=rel, max_abs=1.0, **kw)
+    old = [row("a", "dg", 1e38, "FAIL"), row("a", "dq", 2.0, "pass"), row("b", "dq", 3.0, "pass"),
+           dict(op="op", suite="standard", case="c", dtype="fp32", error="CompilationError: K >= 16"),
+           dict(op="op", suite="stress", dtype="fp32", error="NotImplementedError: no backward"),
+           row("x", "dq", 9e3, "FAIL", rel=1e-1) | {"suite": "varlen"},
+           dict(op="op", suite="varlen", case="x", dtype="fp32", direction="backward", explain={}, best="tf32")]
+    new = [row("a", "dg", 1.5, "pass"), row("c", "dq", 4.0, "pass"), row("c", "dk", float("inf"), "pass"),
+           row("s", "dq", 0.5, "pass") | {"suite": "stress"}]
+    files = []
+    for name, rows in (("old", old), ("new", new)):
+        files.append(tmp_path / f"{name}.jsonl")
+        files[-1].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    p = subprocess.run([sys.executable, SCRIPT, "--status", *map(str, files)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    line = next(l for l in p.stdout.splitlines() if l.startswith("| op | fp32 |"))
+    tiny, standard, stress, varlen, production = [c.strip() for c in line.split("|")[3:8]]
+    assert (tiny, production) == ("–", "–")
+    assert standard == "pass, 3 cases, worst 4 dq (1 range)"                # a at 1.5 now; c judged, not raised
+    assert stress == "pass, 1 case, worst 0.5 dq"                            # the suite-wide error superseded
+    assert varlen == "FAIL 1 of 1 tensors, 1 case, worst 9e+03 dq; explained by tf32; " \
+                     "FLA's criterion fails 1; as of old"
+    # The other order: the old rows are the latest, so a's dg fails and c raised.
+    p = subprocess.run([sys.executable, SCRIPT, "--status", *map(str, files[::-1])], capture_output=True, text=True)
+    standard = next(l for l in p.stdout.splitlines() if l.startswith("| op | fp32 |")).split("|")[4].strip()
+    assert standard == "FAIL 1 of 3 tensors, 2 cases, worst 1e+38 dg; as of old; raised on 1 case"
