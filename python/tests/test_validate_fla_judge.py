@@ -214,3 +214,42 @@ def test_status_counts_each_case_at_its_latest_judgment(tmp_path):
     p = subprocess.run([sys.executable, SCRIPT, "--status", *map(str, files[::-1])], capture_output=True, text=True)
     standard = next(l for l in p.stdout.splitlines() if l.startswith("| op | fp32 |")).split("|")[4].strip()
     assert standard == "FAIL 1 of 3 tensors, 2 cases, worst 1e+38 dg; as of old; raised on 1 case"
+
+
+def test_rows_files_that_are_not_rows_exit_2_in_one_line(tmp_path):
+    """--table and --status on a missing file, a folder, or lines mutated from real rows
+    (bytes flipped, keys dropped, values of the wrong type): exit 0 or 2 with one line on
+    stderr, never a traceback."""
+    import random
+    good = [json.dumps(dict(op="op", suite="tiny", case="basic", dtype="fp32", direction="forward", tensor="o",
+                            max_ratio=0.5, verdict="pass", rel_rms=1e-3, max_abs=1e-3)),
+            json.dumps(dict(op="op", suite="tiny", case="basic", dtype="fp32", error="RuntimeError: x")),
+            json.dumps(dict(op="op", suite="tiny", case="basic", dtype="fp32", direction="forward",
+                            explain={"fp32": {"max_ratio": 0.5, "passed": True, "tensors": {"o": 0.5}}},
+                            best="fp32"))]
+    for args in (["--status", str(tmp_path / "missing.jsonl")], ["--table", str(tmp_path)]):
+        p = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "not a regular file" in p.stderr
+    rng = random.Random(5)
+    for i in range(60):
+        lines = list(good)
+        j = rng.randrange(len(lines))
+        r = json.loads(lines[j])
+        how = i % 3
+        if how == 0:    # a byte flipped
+            b = bytearray(lines[j].encode())
+            b[rng.randrange(len(b))] = rng.randrange(32, 127)
+            lines[j] = b.decode(errors="replace")
+        elif how == 1:  # a key dropped
+            r.pop(rng.choice(sorted(r)))
+            lines[j] = json.dumps(r)
+        else:           # a value of the wrong type
+            r[rng.choice(sorted(r))] = rng.choice([None, [], {}, "x", 1, True])
+            lines[j] = json.dumps(r)
+        f = tmp_path / f"m{i}.jsonl"
+        f.write_text("\n".join(lines) + "\n")
+        for mode in ("--table", "--status"):
+            p = subprocess.run([sys.executable, SCRIPT, mode, str(f)], capture_output=True, text=True)
+            assert p.returncode in (0, 2) and "Traceback" not in p.stderr, (lines[j], p.stderr)
+            if p.returncode == 2:
+                assert p.stderr.count("\n") == 1 and f"m{i}.jsonl:" in p.stderr, p.stderr
