@@ -40,8 +40,7 @@ def stage_model(K, V, e):
     f = 4
     nvt = V // (32 if V % 32 == 0 else 16)           # dstate_pass column tiles
     nkb = math.ceil(K / (64 if e == 2 else 32))      # dqkwg key blocks
-    hn = K * V * e if e == 2 else 0                  # bf16: narrow(S_0) beside the fp32 states
-    s0 = K * V * e if e == 2 else K * V * f          # dqkwg's S_0 operand: Hn, or Hs itself
+    s0 = K * V * e                                   # a chunk-initial state, stored narrowed (FLA's h)
     ut_r = C * K * e + C * V * e + C * e + C * f     # k, v, beta, g
     ut_w = 2 * C * K * e + C * V * e + C * f         # W, WD, U, G (b)
     sp_r = 2 * C * K * e + C * V * e + C * f         # W, WD, U, G
@@ -51,10 +50,10 @@ def stage_model(K, V, e):
         ("forward", "output"): (2 * C * K * V + 2 * C * C * K + 2 * C * C * V,
                                 2 * C * K * e + C * f + K * V * e + C * V * e, C * V * e),
         ("backward", "ut_transform"): (4 * C * C * K + 2 * C * C * V, ut_r, ut_w + C * C * e),  # + T
-        ("backward", "state_pass"): (4 * C * K * V, sp_r, C * V * e + K * V * f + hn),     # Δ, S_0 fp32 (+ bf16)
+        ("backward", "state_pass"): (4 * C * K * V, sp_r, C * V * e + s0),  # Δ, S_0 (E), the forward's stage
         ("backward", "prep"): (2 * C * C * K, 2 * C * K * e + C * f, C * C * e + C * K * e),  # M, Q ⊙ e^b
         ("backward", "dstate_pass"): (2 * C * C * V + 6 * C * K * V,
-                                      3 * C * K * e + C * C * e + C * V * e + K * V * f + C * f,
+                                      3 * C * K * e + C * C * e + C * V * e + s0 + C * f,
                                       K * V * e + C * V * e + nvt * K * f),  # dH, dΔ, row sums
         ("backward", "dqkwg"): (6 * C * K * V + 2 * C * C * V + 6 * C * C * K,
                                 3 * C * V * e + K * V * e + 2 * C * K * e + s0 + C * f + nvt * K * f,

@@ -464,18 +464,14 @@ void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
     }();
     with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
-      if (work.states_f32) {
-        const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
-        set_smem(bf16k::state_pass<D, 16, true, KV>, sm2);
-        bf16k::state_pass<D, 16, true, KV><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
-      } else if (wide && a.V % 32 == 0) {
+      if (wide && a.V % 32 == 0) {
         const std::size_t sm2 = bf16k::state_smem<D>(s, 32);
-        set_smem(bf16k::state_pass<D, 32, false, KV>, sm2);
-        bf16k::state_pass<D, 32, false, KV><<<dim3(a.V / 32, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+        set_smem(bf16k::state_pass<D, 32, KV>, sm2);
+        bf16k::state_pass<D, 32, KV><<<dim3(a.V / 32, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
       } else {
         const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
-        set_smem(bf16k::state_pass<D, 16, false, KV>, sm2);
-        bf16k::state_pass<D, 16, false, KV><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+        set_smem(bf16k::state_pass<D, 16, KV>, sm2);
+        bf16k::state_pass<D, 16, KV><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
       }
     });
   } else {

@@ -7,8 +7,7 @@
 //   1. ut_transform  (chunks × B·H)   the forward's stage 1 (delta_chunk.cu):
 //        b, A, T = (I + A)⁻¹ (kept, narrowed), W, U, W ⊙ e^{b_last − b}
 //   2. state_pass    (V/16 × B·H)     the forward's stage 2: Δ and the chunk-initial
-//        states S_0, stored in fp32 (the gate term reads S_0 unrounded) and, in
-//        bf16, narrowed as well (dqkwg's operand)
+//        states S_0, stored narrowed (FLA's h: every later read, the gate term's included)
 //   3. prep          (chunks × B·H)   the scores M = narrow([Q Kᵀ ⊙ Γ]_{s≤t}), Q ⊙ e^{b}
 //   4. dstate_pass   (V/BV × B·H)     sequential, last chunk first: dH = narrow(dS_end),
 //        dΔ, dS ← Diag(e^{b_last}) dS + scale·(Q⊙e^b)ᵀ dO − Wᵀ dΔ, dh0
@@ -81,11 +80,8 @@ Work carve(Carver& cv, const chunk::Shape& s, int NVT, int NKB, int KB) {
   w.fwd.U = cv.take<void>(rowsP * s.V * es);
   w.fwd.D = cv.take<void>(rowsP * s.V * es);
   w.fwd.G = cv.take<float>(rowsP * s.Kg * 4);
-  w.fwd.Hs = cv.take<void>(states * 4);
+  w.fwd.Hs = cv.take<void>(states * es);
   w.fwd.Tn = cv.take<void>(BH * s.NT * chunk::kChunk * chunk::kChunk * es);
-  w.fwd.states_f32 = true;
-  // bf16: narrow(S_0) stored by the state pass too, dqkwg's operand (fp32 reads Hs).
-  w.fwd.Hn = sizeof(E) == 2 ? cv.take<void>(states * es) : nullptr;
   w.M = cv.take<void>(rowsP * chunk::kChunk * es);
   w.QD = cv.take<void>(rowsP * s.K * es);
   w.dH = cv.take<void>(states * es);

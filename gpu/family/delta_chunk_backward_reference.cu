@@ -310,11 +310,12 @@ __global__ void __launch_bounds__(kThreads) chunk_backward(ChunkArgs<E, D> a) {
     for (int e = threadIdx.x; e < c * Kg; e += blockDim.x) s.db[e] = 0.0f;
     for (int t = threadIdx.x; t < c; t += blockDim.x) s.dbeta[t] = 0.0f;
     __syncthreads();
-    // The state decay Diag(e^{b_last}) S_0: db_last += e^{b_last} Σ_j dS_ij S_0,ij.
+    // The state decay Diag(e^{b_last}) S_0: db_last += e^{b_last} Σ_j dS_ij S_0,ij, S_0
+    // read as stored (narrowed, FLA's h).
     if constexpr (D != Decay::none) {
       for (int i = threadIdx.x; i < K; i += blockDim.x) {
         float acc = 0.0f;
-        for (int j = 0; j < V; ++j) acc = fmaf(dS[i * V + j], Sn[i * V + j], acc);
+        for (int j = 0; j < V; ++j) acc = fmaf(dS[i * V + j], narrow<E>(Sn[i * V + j]), acc);
         s.rowsum[i] = acc * expf(s.b[last * Kg + (D == Decay::per_key ? i : 0)]);
       }
       __syncthreads();

@@ -222,9 +222,7 @@ inline std::size_t ut_smem(const Shape& s, bool separate_w) {
 // ---------------------------------------------------------------- stage 2
 // Block: BV state columns of one head, K/16 warps, warp w owning state rows
 // 16w .. 16w+15 as mma accumulators (S never leaves registers until ht).
-// kF32States: the stored chunk-initial states are S itself in fp32 (for the
-// backward, delta_chunk_stages.cuh), not its narrowed operand.
-template <Decay D, int BV, bool kF32States = false, int KV = 0>
+template <Decay D, int BV, int KV = 0>
 __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __restrict__ h0,
                                                        float* __restrict__ ht, Work work) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -281,19 +279,13 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
     const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n & 1;
     // h_n = narrow(S): the chunk-initial state as an operand, here, and stored from
     // this tile after the barrier. (hs was last read by the previous step's Δ
-    // product, before its second barrier.) The fp32 states of the backward go out
-    // from the accumulators: a quad of lanes writes 32 whole bytes of a row.
+    // product, before its second barrier.)
     const std::int64_t hn = hbase + static_cast<std::int64_t>(n) * K * V;
 #pragma unroll
     for (int nt = 0; nt < NT8; ++nt) {
       const int col = 8 * nt + 2 * qd;
       st2(hs + r0 * ldb + col, pack_bf16(S[nt][0], S[nt][1]));
       st2(hs + r1 * ldb + col, pack_bf16(S[nt][2], S[nt][3]));
-      if constexpr (kF32States) {
-        float* Hn = static_cast<float*>(work.Hs) + hn;
-        *reinterpret_cast<float2*>(Hn + static_cast<std::int64_t>(r0) * V + col) = make_float2(S[nt][0], S[nt][1]);
-        *reinterpret_cast<float2*>(Hn + static_cast<std::int64_t>(r1) * V + col) = make_float2(S[nt][2], S[nt][3]);
-      }
     }
     cp_async_wait<0>();
     __syncthreads();  // chunk n's tiles and h_n visible; chunk n − 1's buffers free
@@ -302,7 +294,7 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
     // from its accumulators instead, 4 bytes at a time (half a 32-byte sector per
     // quad and store), the backward's bf16 copy cost its recomputing pass +85 %
     // (H100, docs/gpu-delta-backward-speed.md).
-    if (void* hb = kF32States ? work.Hn : work.Hs) store_rows(static_cast<bf16*>(hb) + hn, V, hs, ldb, K, BV);
+    store_rows(static_cast<bf16*>(work.Hs) + hn, V, hs, ldb, K, BV);
     // Δ = narrow(U − W h_n), a 16 × 8 tile per warp at a time.
     const bf16* Wt = at(Wb0, buf);
     const bf16* Ut = at(Ub0, buf);

@@ -40,13 +40,10 @@ struct Work {
   void* W;             // E [BH][Tp][K]     W = T (β ⊙ K ⊙ e^{b}) (FLA's w)
   void* U;             // E [BH][Tp][V]     U = T (β ⊙ V)
   float* G;            // fp32 [BH][Tp][Kg] cumulative gates b, chunk-local (row 63 holds b_last)
-  void* Hs;            // [BH][NT][K][V]    chunk-initial states: E (operands), or fp32 with states_f32
+  void* Hs;            // E [BH][NT][K][V]  chunk-initial states narrowed (FLA's h, the operands)
   void* D;             // E [BH][Tp][V]     Δ (FLA's v_new); rows past T not written
   void* WD;            // E [BH][Tp][K]     write keys decayed to the chunk end, narrow(w ⊙ e^{b_last − b})
   void* Tn = nullptr;  // optional E [BH][NT][64][64]: the narrowed UT inverse T = (I + A)⁻¹
-  bool states_f32 = false;  // store the running fp32 state S itself (the backward's db_last term reads it)
-  void* Hn = nullptr;       // with states_f32 in bf16: narrow(S) as well, [BH][NT][K][V] (the backward's
-                            // dqkwg operand, the bits it would narrow from Hs itself)
 };
 
 // Stage 1 (ut_transform, grid chunks × B·H) and stage 2 (state_pass, grid V-tiles

@@ -38,7 +38,8 @@
 //
 // Arithmetic policy P: what the forward narrows is narrowed the same way when
 // recomputed; in addition the cotangent do and dht are inputs (16-bit), dS_end is
-// read as a 16-bit operand (FLA stores dh per chunk as q.dtype), dΔ is stored in
+// read as a 16-bit operand (FLA stores dh per chunk as q.dtype), so is S_0 wherever it
+// is read (the gate term's Σ dS_end ⊙ S_0 too: FLA stores h per chunk as k.dtype), dΔ is stored in
 // 16 bits (dv2) and so is dWy (dw); the UT backward's dT, Tᵀ dT and dA are narrowed
 // (FLA casts each to q's dtype); the running dS carried between chunks, the
 // gate gradients and their reverse sum stay in acc (fp32); dq, dk, dw, dv, dβ are
@@ -381,11 +382,15 @@ void delta_chunk_sequence_backward(const DeltaSequence<typename P::acc>& s, std:
     w.db.assign(c, w.b.cols, zero);
     w.dbeta.assign(c, zero);
     const int last = c - 1;
-    // The state decay Diag(e^{b_last}) S_0 and the carried dS_0.
+    // The state decay Diag(e^{b_last}) S_0 and the carried dS_0. S_0 is read as stored,
+    // narrowed (w.s0): FLA keeps one state per chunk in k.dtype and forms this term from
+    // it (fla-core 0.6.0 chunk_bwd_kernel_dqkwg: b_dg_last += tl.sum(b_h * b_dh)); dS is
+    // the running fp32 one (FLA's dh, read there in q.dtype, is the fp32 sum narrowed:
+    // the GPU stage that forms this term holds it in registers).
     if (s.decay != Decay::none)
       for (int i = 0; i < K; ++i) {
         A acc = zero;
-        for (int j = 0; j < V; ++j) mul_add_to(acc, dS[static_cast<std::size_t>(i) * V + j], Sn[static_cast<std::size_t>(i) * V + j]);
+        for (int j = 0; j < V; ++j) mul_add_to(acc, dS[static_cast<std::size_t>(i) * V + j], w.s0(i, j));
         w.db(last, w.b.cols == 1 ? 0 : i) += acc * exp(w.b(last, w.b.cols == 1 ? 0 : i));
       }
     // d(W_k ⊙ e^{b_last − b}) = Δ dS_endᵀ (before dS is overwritten).

@@ -177,5 +177,36 @@ TEST(ChunkBackward, CorrectBf16AndFp32KernelsPassTheirModel) {
   EXPECT_GE(planted_checks, 2 * judged);
 }
 
+// The gate term db_last += e^{b_last} Σ dS_end ⊙ S_0 reads S_0 as stored, narrowed
+// (FLA stores h per chunk in k.dtype and forms the term from it; the GPU kernel stores
+// one copy): a hand-derived case where only that rounding differs. q = k = 0 and
+// g = 0: the state never moves from h0, no output depends on it, dS = dht throughout,
+// and every token's dg is Σ_ij dht_ij S_0,ij (each chunk's db_last, summed backwards
+// over the chunk by the reverse cumulative sum: one term per chunk at its last token,
+// which every earlier token of the chunk also collects). h0 = 1 + 2^-10 everywhere
+// (fp32, as FLA takes it), dht = 1: bf16 rounds h0 to 1, so the bf16 tier's dg is
+// exactly K·V, the fp32 tier's exactly K·V·(1 + 2^-10) (every sum exact in fp32).
+TEST(ChunkBackward, GateTermReadsTheStoredNarrowedState) {
+  const LayerEntry& e = find_layer("gated_delta_rule");
+  const VectorCase c = suite_cases(e.spec, "tiny").front();
+  TensorMap<double> in = generate_backward_inputs(e.spec, c, 5);
+  for (const char* name : {"q", "k", "g"}) {
+    ASSERT_TRUE(in.count(name)) << name;
+    std::fill(in.at(name).data.begin(), in.at(name).data.end(), 0.0);
+  }
+  const Shape hs = {in.at("q").dim(0), in.at("q").dim(2), in.at("q").dim(3), in.at("v").dim(3)};
+  in["h0"] = Tensor<double>(hs, 1.0 + std::ldexp(1.0, -10));
+  in["dht"] = Tensor<double>(hs, 1.0);
+  const Config cfg = Config::make(e.spec, c.config);
+  const double KV = static_cast<double>(hs[2] * hs[3]);
+  for (const auto& [dtype, want] : {std::pair{Tier::bf16, KV}, std::pair{Tier::fp32, KV * (1.0 + std::ldexp(1.0, -10))}})
+    for (int C : {4, 64}) {
+      const TensorMap<double> got = run_layer(e, Form::chunk, Arith{dtype, 0}, in, cfg, C, Direction::backward).values;
+      ASSERT_TRUE(got.count("dg"));
+      for (std::size_t i = 0; i < got.at("dg").data.size(); ++i)
+        ASSERT_EQ(got.at("dg").data[i], want) << tier_name(dtype) << " C=" << C << " dg[" << i << "]";
+    }
+}
+
 }  // namespace
 }  // namespace ttr::test

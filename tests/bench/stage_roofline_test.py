@@ -32,12 +32,17 @@ class StageRoofline(unittest.TestCase):
         _, rd, wr = sr.stage_model(16, 16, 2)[("backward", "prep")]
         self.assertEqual((rd, wr), (4096 + 256, 8192 + 2048))
         # dqkwg at K = V = 16 reads dO, Δ, dΔ (3 · 64 · 16 · e), dH (16 · 16 · e), q and the write
-        # keys (2 · 64 · 16 · e), S_0 (bf16: the narrowed copy, 16 · 16 · 2; fp32: the states,
-        # 16 · 16 · 4), the gates (64 · 4) and one column tile's row sums (16 · 4).
+        # keys (2 · 64 · 16 · e), S_0 as stored (16 · 16 · e), the gates (64 · 4) and one column tile's row sums (16 · 4).
         _, rd16, _ = sr.stage_model(16, 16, 2)[("backward", "dqkwg")]
         _, rd32, _ = sr.stage_model(16, 16, 4)[("backward", "dqkwg")]
         self.assertEqual(rd16, 6144 + 512 + 4096 + 512 + 256 + 64)
         self.assertEqual(rd32, 12288 + 1024 + 8192 + 1024 + 256 + 64)
+        # The backward's recomputing state pass writes what the forward's does: Δ (64 · 16 · e) and
+        # the chunk-initial state once, narrowed (16 · 16 · e; no fp32 copy beside it since
+        # the gate term reads the narrowed state, docs/arithmetic-policies.md).
+        for e in (2, 4):
+            self.assertEqual(sr.stage_model(16, 16, e)[("backward", "state_pass")][2], 64 * 16 * e + 16 * 16 * e)
+            self.assertEqual(sr.stage_model(16, 16, e)[("forward", "state_pass")][2], 64 * 16 * e + 16 * 16 * e)
 
     def test_stage_log_medians(self):
         log = ("stage ms: ut_transform 0.5 state_pass 0.6 output 0.2\n"

@@ -13,6 +13,8 @@
 // unwritten element fails as NaN). Label `gpu`; skipped without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
@@ -153,6 +155,40 @@ TEST(CudaDeltaBackward, OneTokenFromZeroStatePassesTheModel) {
     }
   }
   check_units(units, 53);
+}
+
+// The gate term db_last += e^{b_last} Σ_j dS_end,ij S_0,ij reads the chunk states as the
+// state pass stored them, narrowed (reference/family/delta_chunk_backward.hpp; the
+// CPU form's hand case is tests/backward/chunk_backward_test.cpp's): q = k = 0 and
+// g = 0 leave the state at h0 and dS at dht throughout, so every token's dg is
+// Σ_ij dht_ij S_0,ij (scalar gate) or Σ_j dht_ij S_0,ij for key i (per-key gate).
+// h0 = 1 + 2^-10, dht = 1: bf16 stores S_0 as 1, so dg is exactly K·V (or V); fp32
+// keeps it, K·V·(1 + 2^-10) (or V·(1 + 2^-10)); every partial sum is exact in fp32.
+// Three chunks (T = 130), K = V = 128 (the compiled-shape path) and K = 32, V = 16.
+TEST(CudaDeltaBackward, GateTermReadsTheStoredNarrowedState) {
+  TTR_REQUIRE_DEVICE();
+  Regime states;
+  states.optional_inputs = true;
+  const double h0 = 1.0 + std::ldexp(1.0, -10);
+  for (const char* layer : {"gated_delta_rule", "kda"})
+    for (const auto& c : {VectorCase{"k128", "", dims(1, 130, 2, 128, 128), states, {}},
+                          VectorCase{"k32_v16", "", dims(1, 130, 2, 32, 16), states, {}}}) {
+      const LayerEntry& e = find_layer(layer);
+      TensorMap<double> in = generate_backward_inputs(e.spec, c, 57);
+      ASSERT_TRUE(in.count("h0") && in.count("dht")) << layer << " " << c.name;
+      for (const char* name : {"q", "k", "g"}) std::fill(in.at(name).data.begin(), in.at(name).data.end(), 0.0);
+      std::fill(in.at("h0").data.begin(), in.at("h0").data.end(), h0);
+      std::fill(in.at("dht").data.begin(), in.at("dht").data.end(), 1.0);
+      const double K = static_cast<double>(in.at("q").dim(3)), V = static_cast<double>(in.at("v").dim(3));
+      const double terms = std::string(layer) == "kda" ? V : K * V;
+      for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+        const double want = terms * (dtype == Tier::bf16 ? 1.0 : h0);
+        const TensorMap<double> got = run_backward(layer, Form::chunk, dtype, in, Config::make(e.spec, c.config));
+        const std::vector<double>& dg = got.at("dg").data;
+        for (std::size_t i = 0; i < dg.size(); ++i)
+          ASSERT_EQ(dg[i], want) << layer << " " << c.name << " " << tier_name(dtype) << " dg[" << i << "]";
+      }
+    }
 }
 
 // A planted bug must fail: the kernel's gradients on other inputs (another seed)

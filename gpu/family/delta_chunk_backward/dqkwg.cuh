@@ -103,10 +103,8 @@ __global__ void __launch_bounds__(kThreads) dqkwg(Args<E> a, Work w) {
   load_rows_async(dHt, ldv, static_cast<const E*>(w.dH) + chunk_state + static_cast<std::int64_t>(kb0) * V, V, kw, kw, V);
   load_rows_async(qt, ldq, a.q + row0 * K + kb0, rs * K, kChunk, c, kw);
   load_rows_async(kt, ldq, a.w + row0 * K + kb0, rs * K, kChunk, c, kw);  // the write keys
-  // narrow(S_0): in fp32 the states themselves, in bf16 the state pass's narrowed copy
-  // (the same bits: both round the fp32 state to nearest even).
-  const void* s0src = std::is_same_v<E, float> ? w.fwd.Hs : w.fwd.Hn;
-  load_rows_async(s0t, ldv, static_cast<const E*>(s0src) + chunk_state + static_cast<std::int64_t>(kb0) * V, V, kw, kw,
+  // narrow(S_0), as the state pass stored it.
+  load_rows_async(s0t, ldv, static_cast<const E*>(w.fwd.Hs) + chunk_state + static_cast<std::int64_t>(kb0) * V, V, kw, kw,
                   V);
   if constexpr (D == Decay::scalar) load_flat_async(bg, w.fwd.G + wrow, kChunk);
   cp_async_commit();

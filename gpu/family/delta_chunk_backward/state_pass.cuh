@@ -8,8 +8,8 @@
 // K = V = 128, BV = 32: 16 warps) give the scheduler twice the warps to hide a
 // chunk's latency chain with (ncu on 8: 0.42 eligible of 2 warps a scheduler).
 // Per chunk, with dS = dS_end in fp32 (reference/family/delta_chunk_backward.hpp):
-//   rowdot_i = Σ_j dS_ij S_0,ij          (fp32 × the fp32 state: the gate term
-//                                         db_last += e^{b_last} rowdot, summed by dqkwg)
+//   rowdot_i = Σ_j dS_ij S_0,ij          (fp32 × the stored, narrowed state: the gate
+//                                         term db_last += e^{b_last} rowdot, summed by dqkwg)
 //   dH = narrow(dS)                      (dS_end as an operand, stored: FLA's dh)
 //   dΔ = narrow(scale·Mᵀ dO + (W ⊙ e^{b_last − b}) dH)       (stored: FLA's dv2)
 //   dS ← Diag(e^{b_last}) dS + scale·(Q ⊙ e^{b})ᵀ dO − Wᵀ dΔ  (dS_0, the next chunk's dS_end)
@@ -107,11 +107,11 @@ __global__ void __launch_bounds__(SPLIT* kThreads) dstate_pass(Args<E> a, Work w
   for_each([&](int u, int j, int e, int r, int col) {
     dS[u][j][e] = use_dht ? narrow<E>(a.dht[sbase + static_cast<std::int64_t>(r) * V + col]) : 0.0f;
   });
-  const float* Hs = static_cast<const float*>(w.fwd.Hs) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
-  auto load_state = [&](int n) {  // the fp32 chunk-initial state S_0 of chunk n, this lane's elements
+  const E* Hs = static_cast<const E*>(w.fwd.Hs) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
+  auto load_state = [&](int n) {  // the stored chunk-initial state narrow(S_0) of chunk n, this lane's elements
     if constexpr (D != Decay::none)
       for_each([&](int u, int j, int e, int r, int col) {
-        S0[u][j][e] = Hs[static_cast<std::int64_t>(n) * K * V + static_cast<std::int64_t>(r) * V + col];
+        S0[u][j][e] = Elem<E>::to_float(Hs[static_cast<std::int64_t>(n) * K * V + static_cast<std::int64_t>(r) * V + col]);
       });
   };
   E* dHg = static_cast<E*>(w.dH) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(SPLIT* kThreads) dstate_pass(Args<E> a, Work w
     if (stages == 3) first > 0 ? prefetch(first - 1) : cp_async_commit();
     load_state(first);
   }
-  // rowdot_i = Σ_j dS_ij S_0,ij over this tile's columns (fp32 × fp32), one fmaf chain a
+  // rowdot_i = Σ_j dS_ij S_0,ij over this tile's columns (in fp32), one fmaf chain a
   // lane over its columns in order (the second part continuing the first's), then over the quad.
   auto chain = [&](float& p0, float& p1) {
 #pragma unroll
