@@ -1,16 +1,24 @@
-"""FLA 0.6.0's chunk_gla at a head dimension K = V = 8 in fp32 and fp16: what
+"""FLA 0.6.0's chunk_gla in fp32 (and fp16) at small head dimensions: what
 scripts/validate-fla met on an H100 (2026-12-06, torch 2.11.0+cu130, Triton 3.6.0) on
 ttrcheck's gla varlen case single_tokens (cu_seqlens [0, 1, 2, 3, 4, 5, 25], H = 2,
 K = V = 8, fp32) was "CUDA error: misaligned address", where bf16 at V <= 8 fails to
 compile instead (repro_chunk_gla_small_v.py). A CUDA fault poisons the process's
 context, so each probe below runs in a fresh interpreter with CUDA_LAUNCH_BLOCKING=1
-(the traceback then names the launch that faulted), and the runner prints one line per
-probe: forward and backward, fixed length and varlen, three dtypes, two head sizes.
-Random values stand in for the case's (the shapes alone decide). Written after that call,
-not yet run on a GPU; its probes ran on the CPU in Triton's interpreter (device "cpu",
-ttrcheck.triton_interpreter enabled), where they end "forward ok; backward ok" (the
-interpreter checks bounds, not alignment, and has no tl.dot shape limit). Run it on a GPU
-with fla-core installed:
+and the runner prints one line per probe, with the innermost FLA frame outside its
+autotuning wrapper (fla/ops/utils), which names the op's stage that launched.
+Random values stand in for the case's (the shapes alone decide).
+
+Run on the same H100 model (2026-12-06, call 21; the first version of this file, which
+printed only the innermost FLA frame, always fla/ops/utils/cache.py's autotuner):
+  float32 K=V=8 and 16, fixed length and varlen, T = 25: the forward faults
+    ("misaligned address"), at 16 as at 8;
+  float16 K=V=8: forward ok, the backward fails to compile (tl.dot needs K >= 16: the
+    missing shape check of repro_chunk_gla_small_v.py); K=V=16: forward and backward ok.
+Yet the same op in fp32 at K = V = 16 ran forward and backward on the varlen cases
+fla_boundaries (T = 2000) and chunk_edges (T = 200) in the validation's lanes, and at
+K = V = 8 reached the backward on empty_sequences (T = 40). Every faulting run had
+T = 25: the T column below (fp32, K = V = 16, fixed length) tests whether the fault
+follows T (an odd T, a T not a multiple of 4) rather than K.
 
     python3 docs/validating-fla/repro_chunk_gla_fp32_small_k.py [float32 float16 bfloat16]
 """
@@ -24,10 +32,10 @@ import sys, torch, torch.nn.functional as F
 import fla.ops.common.chunk_o as chunk_o
 from fla.ops.gla import chunk_gla
 chunk_o.TRITON_ABOVE_3_4_0 = False  # FLA's Hopper guard on gated backwards, bypassed as scripts/validate-fla does
-dtype = getattr(torch, sys.argv[1]); K = int(sys.argv[2]); varlen = sys.argv[3] == "varlen"
+dtype = getattr(torch, sys.argv[1]); K = int(sys.argv[2]); varlen = sys.argv[3] == "varlen"; T = int(sys.argv[4])
 torch.manual_seed(0)
-cu = torch.tensor([0, 1, 2, 3, 4, 5, 25], device="cuda", dtype=torch.int32) if varlen else None
-B, T, H = (1, 25, 2)
+cu = torch.tensor([0, 1, 2, 3, 4, 5, T], device="cuda", dtype=torch.int32) if varlen else None
+B, H = 1, 2
 N = len(cu) - 1 if varlen else B
 mk = lambda *s: torch.randn(*s, device="cuda", dtype=dtype).requires_grad_()
 q, k, v = mk(B, T, H, K), mk(B, T, H, K), mk(B, T, H, K)
@@ -42,19 +50,21 @@ print("backward ok", flush=True)
 """
 
 
-PROBES = [(d, K, m) for d in ("float32", "float16", "bfloat16") for K in (8, 16) for m in ("fixed", "varlen")]
+PROBES = ([(d, K, m, 25) for d in ("float32", "float16", "bfloat16") for K in (8, 16) for m in ("fixed", "varlen")]
+          + [("float32", 16, "fixed", T) for T in (24, 26, 28, 32, 40, 64, 65)])
 
 
 def probe(args):
-    dtype, K, mode = args
+    dtype, K, mode, T = args
     env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
-    p = subprocess.run([sys.executable, "-c", PROBE, dtype, str(K), mode], env=env,
+    p = subprocess.run([sys.executable, "-c", PROBE, dtype, str(K), mode, str(T)], env=env,
                        capture_output=True, text=True, timeout=900)
     tail = [l for l in p.stderr.splitlines() if l.strip()]
-    where = [l.strip() for l in tail if l.strip().startswith('File "') and "/fla/" in l]
+    frames = [l.strip() for l in tail if l.strip().startswith('File "') and "/fla/" in l]
+    stage = [f for f in frames if "/fla/ops/utils/" not in f]
     why = tail[-1] if tail else ""
-    return (f"{dtype:9} K=V={K:<2} {mode:6}: {p.stdout.strip() or '-'}"
-            + (f" | {why[:160]} | last FLA frame: {where[-1] if where else '?'}" if p.returncode else ""))
+    return (f"{dtype:9} K=V={K:<2} T={T:<3} {mode:6}: {p.stdout.strip() or '-'}"
+            + (f" | {why[:160]} | FLA stage: {stage[-1] if stage else '?'}" if p.returncode else ""))
 
 
 def main():
