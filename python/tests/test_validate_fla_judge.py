@@ -182,6 +182,41 @@ def test_after_a_fault_that_loses_the_cuda_context_the_rest_goes_to_fresh_proces
     assert left is None and [e["case"] for e in errors] == ["basic"] and [r.case for r in runs] == ["with_state"]
 
 
+def test_an_error_row_is_in_the_rows_file_before_the_next_case_runs(monkeypatch, tmp_path):
+    # On the H100 (2026-12-06, call 21) a lane's chunk_gla fp16 single_tokens failed to
+    # compile, and the lane's time limit stopped it during the next case: the error row,
+    # written only after the suite's last case, was lost. It is written as it comes now.
+    import importlib.util
+    import types
+    from importlib.machinery import SourceFileLoader
+    loader = SourceFileLoader("validate_fla_script", SCRIPT)
+    vf = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(vf)
+    fake = types.ModuleType("ttrcheck.torch")
+    fake.TorchBackend = lambda device: NumpyBackend()
+    monkeypatch.setitem(sys.modules, "ttrcheck.torch", fake)
+    monkeypatch.setattr(vf, "context_lost", lambda device: False)
+    rows = tmp_path / "rows.jsonl"
+    seen = []
+
+    def first_refused(**kw):
+        if not seen:
+            seen.append("raised")
+            raise RuntimeError("CompilationError: K >= 16")
+        seen.append(rows.read_text())  # what a lane stopped here would have left
+        return linear_attn(**kw)
+
+    extra = dict(layer="linear_attn", form="sequential", adapter=NATIVE)
+    monkeypatch.setattr(vf, "resolve", lambda name: (first_refused, dict(extra)))
+    monkeypatch.setattr(sys, "argv", ["validate-fla", "--ops", "chunk_linear_attn", "--runs", "tiny/fp32",
+                                      "--keep-guard", "--capture", str(tmp_path / "cap"), "--jsonl", str(rows)])
+    assert vf.main() == 1  # the refused case is an error row
+    assert len(seen) == 2
+    before_next = [json.loads(ln) for ln in seen[1].splitlines()]
+    assert [(r["case"], r["error"]) for r in before_next] == [("basic", "RuntimeError: CompilationError: K >= 16")]
+    assert [json.loads(ln) for ln in rows.read_text().splitlines()] == before_next  # written once
+
+
 def test_status_counts_each_case_at_its_latest_judgment(tmp_path):
     """--status: one cell per op x dtype x suite; a case re-judged in a later file (a mended
     model, a new capture) counts there only, an error row counts until a later file judges
