@@ -120,12 +120,8 @@ def test_table_marks_failures_at_exact_zero_rows(tmp_path):
     assert "| 2e+04 FAIL at 0 | 12 FAIL | 3 pass | 90 FAIL | fp16 |" in line, line
 
 
-def test_after_a_fault_that_loses_the_cuda_context_the_rest_goes_to_fresh_processes(monkeypatch, tmp_path):
-    # On the H100 (2026-12-06) one chunk_gla case faulted ("misaligned address") and every
-    # later case of the process raised the same error, reported as if it were theirs. The
-    # device and its lost context are stood in for here: a NumPy backend, and a probe that
-    # reports the context lost once the first case has raised.
-    import argparse
+def script_on_numpy(monkeypatch):
+    """scripts/validate-fla as a module, its device stood in for by a NumPy backend."""
     import importlib.util
     import types
     from importlib.machinery import SourceFileLoader
@@ -135,6 +131,16 @@ def test_after_a_fault_that_loses_the_cuda_context_the_rest_goes_to_fresh_proces
     fake = types.ModuleType("ttrcheck.torch")
     fake.TorchBackend = lambda device: NumpyBackend()
     monkeypatch.setitem(sys.modules, "ttrcheck.torch", fake)
+    return vf
+
+
+def test_after_a_fault_that_loses_the_cuda_context_the_rest_goes_to_fresh_processes(monkeypatch, tmp_path):
+    # On the H100 (2026-12-06) one chunk_gla case faulted ("misaligned address") and every
+    # later case of the process raised the same error, reported as if it were theirs. The
+    # device and its lost context are stood in for here: a NumPy backend, and a probe that
+    # reports the context lost once the first case has raised.
+    import argparse
+    vf = script_on_numpy(monkeypatch)
     faulted = []
     monkeypatch.setattr(vf, "context_lost", lambda device: bool(faulted) and device == "cuda")
 
@@ -186,15 +192,7 @@ def test_an_error_row_is_in_the_rows_file_before_the_next_case_runs(monkeypatch,
     # On the H100 (2026-12-06, call 21) a lane's chunk_gla fp16 single_tokens failed to
     # compile, and the lane's time limit stopped it during the next case: the error row,
     # written only after the suite's last case, was lost. It is written as it comes now.
-    import importlib.util
-    import types
-    from importlib.machinery import SourceFileLoader
-    loader = SourceFileLoader("validate_fla_script", SCRIPT)
-    vf = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(vf)
-    fake = types.ModuleType("ttrcheck.torch")
-    fake.TorchBackend = lambda device: NumpyBackend()
-    monkeypatch.setitem(sys.modules, "ttrcheck.torch", fake)
+    vf = script_on_numpy(monkeypatch)
     monkeypatch.setattr(vf, "context_lost", lambda device: False)
     rows = tmp_path / "rows.jsonl"
     seen = []
