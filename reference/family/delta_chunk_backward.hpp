@@ -38,9 +38,9 @@
 //
 // Arithmetic policy P: what the forward narrows is narrowed the same way when
 // recomputed; in addition the cotangent do and dht are inputs (16-bit), dS_end is
-// read as a 16-bit operand (FLA stores dh per chunk as q.dtype), so is S_0 wherever it
-// is read (the gate term's Σ dS_end ⊙ S_0 too: FLA stores h per chunk as k.dtype), dΔ is stored in
-// 16 bits (dv2) and so is dWy (dw); the UT backward's dT, Tᵀ dT and dA are narrowed
+// read as a 16-bit operand (FLA stores dh per chunk as q.dtype), so is S_0 wherever
+// it is read (the gate term's Σ dS_end ⊙ S_0 too: FLA stores h per chunk as k.dtype),
+// dΔ is stored in 16 bits (dv2) and so is dWy (dw); the UT backward's dT, Tᵀ dT and dA are narrowed
 // (FLA casts each to q's dtype); the running dS carried between chunks, the
 // gate gradients and their reverse sum stay in acc (fp32); dq, dk, dw, dv, dβ are
 // written in 16 bits, dg and dh0 in acc (fp32, as FLA returns them for fp32 g, h0).

@@ -195,11 +195,12 @@ TEST(ChunkBackward, GateTermReadsTheStoredNarrowedState) {
     std::fill(in.at(name).data.begin(), in.at(name).data.end(), 0.0);
   }
   const Shape hs = {in.at("q").dim(0), in.at("q").dim(2), in.at("q").dim(3), in.at("v").dim(3)};
-  in["h0"] = Tensor<double>(hs, 1.0 + std::ldexp(1.0, -10));
+  const double h0 = 1.0 + std::ldexp(1.0, -10);
+  in["h0"] = Tensor<double>(hs, h0);
   in["dht"] = Tensor<double>(hs, 1.0);
   const Config cfg = Config::make(e.spec, c.config);
   const double KV = static_cast<double>(hs[2] * hs[3]);
-  for (const auto& [dtype, want] : {std::pair{Tier::bf16, KV}, std::pair{Tier::fp32, KV * (1.0 + std::ldexp(1.0, -10))}})
+  for (const auto& [dtype, want] : {std::pair{Tier::bf16, KV}, std::pair{Tier::fp32, KV * h0}})
     for (int C : {4, 64}) {
       const TensorMap<double> got = run_layer(e, Form::chunk, Arith{dtype, 0}, in, cfg, C, Direction::backward).values;
       ASSERT_TRUE(got.count("dg"));

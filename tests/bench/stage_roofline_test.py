@@ -32,7 +32,8 @@ class StageRoofline(unittest.TestCase):
         _, rd, wr = sr.stage_model(16, 16, 2)[("backward", "prep")]
         self.assertEqual((rd, wr), (4096 + 256, 8192 + 2048))
         # dqkwg at K = V = 16 reads dO, Δ, dΔ (3 · 64 · 16 · e), dH (16 · 16 · e), q and the write
-        # keys (2 · 64 · 16 · e), S_0 as stored (16 · 16 · e), the gates (64 · 4) and one column tile's row sums (16 · 4).
+        # keys (2 · 64 · 16 · e), S_0 as stored (16 · 16 · e), the gates (64 · 4) and one column
+        # tile's row sums (16 · 4).
         _, rd16, _ = sr.stage_model(16, 16, 2)[("backward", "dqkwg")]
         _, rd32, _ = sr.stage_model(16, 16, 4)[("backward", "dqkwg")]
         self.assertEqual(rd16, 6144 + 512 + 4096 + 512 + 256 + 64)
