@@ -96,10 +96,23 @@ __device__ inline void st_pair(E* p, float x0, float x1) {
   if constexpr (std::is_same_v<E, float>) *reinterpret_cast<float2*>(p) = make_float2(x0, x1);
   else *reinterpret_cast<unsigned*>(p) = mma::pack_bf16(x0, x1);
 }
+// A pair of adjacent elements as they lie in memory (float2 or a bf16x2 word), so
+// that a load can be issued long before its use: converting at the load would put
+// the conversion, and with it the wait for memory, right after the load.
+template <class E>
+using RawPair = std::conditional_t<std::is_same_v<E, float>, float2, unsigned>;
+template <class E>
+__device__ inline RawPair<E> ld_pair_raw(const E* p) {
+  return *reinterpret_cast<const RawPair<E>*>(p);
+}
+template <class E>
+__device__ inline float2 unpack_pair(RawPair<E> x) {
+  if constexpr (std::is_same_v<E, float>) return x;
+  else return mma::unpack_bf16(x);
+}
 template <class E>
 __device__ inline float2 ld_pair(const E* p) {
-  if constexpr (std::is_same_v<E, float>) return *reinterpret_cast<const float2*>(p);
-  else return mma::unpack_bf16(*reinterpret_cast<const unsigned*>(p));
+  return unpack_pair<E>(ld_pair_raw(p));
 }
 
 // Butterfly sums (every lane gets the same bits; fixed order, so deterministic):

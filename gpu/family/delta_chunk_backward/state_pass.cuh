@@ -93,7 +93,10 @@ __global__ void __launch_bounds__(SPLIT* kThreads) dstate_pass(Args<E> a, Work w
   // dS = ∂L/∂S_T: dht as a 16-bit input (narrowed), or zero.
   const std::int64_t sbase = static_cast<std::int64_t>(bh) * K * V + j0;
   float dS[NU][2][4];
-  [[maybe_unused]] float S0[NU][2][4];
+  // The stored chunk-initial state narrow(S_0), this lane's elements as raw pairs
+  // (rows r0 and r1): loaded a chunk ahead and converted only where the row sums
+  // read it, so that the loads have the chunk's compute to land in.
+  [[maybe_unused]] RawPair<E> S0[NU][2][2];
   auto for_each = [&](auto&& f) {  // f(u, j, e, row, column in the tile)
 #pragma unroll
     for (int u = 0; u < NU; ++u)
@@ -108,11 +111,18 @@ __global__ void __launch_bounds__(SPLIT* kThreads) dstate_pass(Args<E> a, Work w
     dS[u][j][e] = use_dht ? narrow<E>(a.dht[sbase + static_cast<std::int64_t>(r) * V + col]) : 0.0f;
   });
   const E* Hs = static_cast<const E*>(w.fwd.Hs) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
-  auto load_state = [&](int n) {  // the stored chunk-initial state narrow(S_0) of chunk n, this lane's elements
-    if constexpr (D != Decay::none)
-      for_each([&](int u, int j, int e, int r, int col) {
-        S0[u][j][e] = Elem<E>::to_float(Hs[static_cast<std::int64_t>(n) * K * V + static_cast<std::int64_t>(r) * V + col]);
-      });
+  auto load_state = [&](int n) {  // chunk n's stored state, this lane's pairs
+    if constexpr (D != Decay::none) {
+      const E* Hn = Hs + static_cast<std::int64_t>(n) * K * V;
+#pragma unroll
+      for (int u = 0; u < NU; ++u)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int col = c0 + 16 * u + 8 * j + 2 * L.q;
+          S0[u][j][0] = ld_pair_raw(Hn + static_cast<std::int64_t>(r0) * V + col);
+          S0[u][j][1] = ld_pair_raw(Hn + static_cast<std::int64_t>(r1) * V + col);
+        }
+    }
   };
   E* dHg = static_cast<E*>(w.dH) + static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
   E* dDg = static_cast<E*>(w.dD) + wbase * V + j0;
@@ -138,8 +148,9 @@ __global__ void __launch_bounds__(SPLIT* kThreads) dstate_pass(Args<E> a, Work w
     for (int u = 0; u < NU; ++u)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        p0 = fmaf(dS[u][j][0], S0[u][j][0], p0), p0 = fmaf(dS[u][j][1], S0[u][j][1], p0);
-        p1 = fmaf(dS[u][j][2], S0[u][j][2], p1), p1 = fmaf(dS[u][j][3], S0[u][j][3], p1);
+        const float2 x0 = unpack_pair<E>(S0[u][j][0]), x1 = unpack_pair<E>(S0[u][j][1]);
+        p0 = fmaf(dS[u][j][0], x0.x, p0), p0 = fmaf(dS[u][j][1], x0.y, p0);
+        p1 = fmaf(dS[u][j][2], x1.x, p1), p1 = fmaf(dS[u][j][3], x1.y, p1);
       }
   };
   auto finish_rowdot = [&](int n, float p0, float p1) {
