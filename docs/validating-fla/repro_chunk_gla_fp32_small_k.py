@@ -18,7 +18,17 @@ Yet the same op in fp32 at K = V = 16 ran forward and backward on the varlen cas
 fla_boundaries (T = 2000) and chunk_edges (T = 200) in the validation's lanes, and at
 K = V = 8 reached the backward on empty_sequences (T = 40). Every faulting run had
 T = 25: the T column below (fp32, K = V = 16, fixed length) tests whether the fault
-follows T (an odd T, a T not a multiple of 4) rather than K.
+follows T rather than K.
+
+Run again on an H100 (2026-12-06, calls 22 and 23, this version), float32:
+  K=V=8 and 16, T = 25, fixed and varlen; K=V=16, T = 24, 26, 28, 32, fixed: the forward
+    faults ("misaligned address") in chunk_gla_fwd_kernel_o, launched by
+    chunk_gla_fwd_o_gk (fla/ops/gla/chunk.py, line 1013 in fla-core 0.6.0);
+  K=V=16, T = 40, 64, 65, fixed: forward ok, backward ok.
+So T decides, not K: the output kernel faults when the sequence is one chunk of at most
+32 of its 64 rows, and runs from T = 40 on. That kernel is autotuned over 36
+configurations on its first call in a process (its tuning key leaves T out), so which
+configuration faults is not pinned down here.
 
     python3 docs/validating-fla/repro_chunk_gla_fp32_small_k.py [float32 float16 bfloat16]
 """
