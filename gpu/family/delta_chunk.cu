@@ -451,27 +451,38 @@ void stage1(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
 
 // Stage 2. bf16: state-pass tiles of 16 columns, B·H·V/16 blocks (256 at B = 4,
 // H = 8, V = 128, two per multiprocessor, whose sequential chains hide each
-// other's latency); TTR_GPU_STATE_BV=32 (V a multiple of 32) halves the blocks and
-// the redundant W reads (benchmark aid). fp32: 16 columns too, double-buffered
-// where shared memory allows.
+// other's latency). TTR_GPU_STATE_BV (read at every launch; V a multiple of 32,
+// else 16 columns): "32" halves the blocks and the redundant W reads, "32x2" does
+// the same with two warps a 16-row strip (each 16 columns: the per-warp work of 16).
+// The three give the same bits (their check: CudaDelta.StatePassTilingsGiveTheSameBits);
+// which is fastest is docs/gpu-delta-backward-speed.md's question. fp32: 16 columns
+// too, double-buffered where shared memory allows.
+enum class StateTiling { bv16, bv32, bv32_split };
+inline StateTiling state_tiling(int V) {
+  const char* e = std::getenv("TTR_GPU_STATE_BV");
+  if (!e || V % 32 != 0) return StateTiling::bv16;
+  const std::string t(e);
+  return t == "32" ? StateTiling::bv32 : t == "32x2" ? StateTiling::bv32_split : StateTiling::bv16;
+}
+
+template <Decay D, int BV, int KV, int SPLIT>
+void launch_bf16_state_pass(const DeltaArgs& a, const Shape& s, const Work& work, unsigned BH, cudaStream_t stream) {
+  const std::size_t sm2 = bf16k::state_smem<D>(s, BV);
+  set_smem(bf16k::state_pass<D, BV, KV, SPLIT>, sm2);
+  bf16k::state_pass<D, BV, KV, SPLIT><<<dim3(a.V / BV, BH), SPLIT * 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+}
+
 template <class E, Decay D>
 void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t stream) {
   const unsigned BH = static_cast<unsigned>(s.B) * s.H;
   if constexpr (std::is_same_v<E, __nv_bfloat16>) {
-    static const bool wide = [] {
-      const char* e = std::getenv("TTR_GPU_STATE_BV");
-      return e && std::string(e) == "32";
-    }();
+    const StateTiling tiling = state_tiling(a.V);
     with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
-      if (wide && a.V % 32 == 0) {
-        const std::size_t sm2 = bf16k::state_smem<D>(s, 32);
-        set_smem(bf16k::state_pass<D, 32, KV>, sm2);
-        bf16k::state_pass<D, 32, KV><<<dim3(a.V / 32, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
-      } else {
-        const std::size_t sm2 = bf16k::state_smem<D>(s, 16);
-        set_smem(bf16k::state_pass<D, 16, KV>, sm2);
-        bf16k::state_pass<D, 16, KV><<<dim3(a.V / 16, BH), 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+      switch (tiling) {
+        case StateTiling::bv32: return launch_bf16_state_pass<D, 32, KV, 1>(a, s, work, BH, stream);
+        case StateTiling::bv32_split: return launch_bf16_state_pass<D, 32, KV, 2>(a, s, work, BH, stream);
+        case StateTiling::bv16: return launch_bf16_state_pass<D, 16, KV, 1>(a, s, work, BH, stream);
       }
     });
   } else {

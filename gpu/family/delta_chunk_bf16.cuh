@@ -220,17 +220,28 @@ inline std::size_t ut_smem(const Shape& s, bool separate_w) {
 }
 
 // ---------------------------------------------------------------- stage 2
-// Block: BV state columns of one head, K/16 warps, warp w owning state rows
-// 16w .. 16w+15 as mma accumulators (S never leaves registers until ht).
-template <Decay D, int BV, int KV = 0>
-__global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __restrict__ h0,
-                                                       float* __restrict__ ht, Work work) {
+// Block: BV state columns of one head, SPLIT·K/16 warps, warp w owning state rows
+// 16(w mod K/16) .. +15 of the columns' part ⌊w / (K/16)⌋ (of SPLIT) as mma
+// accumulators (S never leaves registers until ht). Every element's arithmetic is
+// the same sequence of mma steps whatever BV and SPLIT, so the tilings give the same
+// bits (CudaDelta.StatePassTilingsGiveTheSameBits). SPLIT = 2 at BV = 32: a block
+// reads the chunk's W tiles once for 32 columns (half the L2 traffic of BV = 16,
+// which bounds the pass: docs/gpu-delta-backward-speed.md) with the per-warp work of
+// BV = 16.
+template <Decay D, int BV, int KV = 0, int SPLIT = 1>
+__global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const float* __restrict__ h0,
+                                                              float* __restrict__ ht, Work work) {
+  static_assert(SPLIT == 1 || SPLIT == 2, "one or two warps a strip");
+  static_assert(BV % (16 * SPLIT) == 0, "whole 16-column units a warp");
   extern __shared__ __align__(128) unsigned char smem[];
-  constexpr int NT8 = BV / 8, ldb = padded_ld<bf16>(BV);
+  constexpr int NT8 = BV / 8, NW8 = NT8 / SPLIT, ldb = padded_ld<bf16>(BV);  // NW8: a warp's 8-column tiles
   const int j0 = blockIdx.x * BV, bh = blockIdx.y;
   const int K = KV ? KV : s.K, V = KV ? KV : s.V, ldk = padded_ld<bf16>(K);
   const int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32, gq = lane / 4, qd = lane % 4;
-  const int r0 = 16 * warp + gq, r1 = r0 + 8;
+  // (SPLIT = 1: the block is one warp a strip, so no division)
+  const int strip = SPLIT == 1 ? warp : warp % (K / 16);
+  const int c0 = SPLIT == 1 ? 0 : (warp / (K / 16)) * (BV / SPLIT);  // this warp's first column
+  const int r0 = 16 * strip + gq, r1 = r0 + 8;
   // Gates per chunk: only b_last is needed (scalar: the aligned last 4 floats).
   const int gn = D == Decay::per_key ? K : 4;
   SmemArena arena{smem};
@@ -250,10 +261,10 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
   };
 
   const std::int64_t sbase = static_cast<std::int64_t>(bh) * K * V;
-  float S[NT8][4];
+  float S[NW8][4];
 #pragma unroll
-  for (int nt = 0; nt < NT8; ++nt) {
-    const int col = j0 + 8 * nt + 2 * qd;
+  for (int nt = 0; nt < NW8; ++nt) {
+    const int col = j0 + c0 + 8 * nt + 2 * qd;
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       S[nt][e] = h0 ? h0[sbase + static_cast<std::int64_t>(e < 2 ? r0 : r1) * V + col + e % 2] : 0.0f;
@@ -282,8 +293,8 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
     // product, before its second barrier.)
     const std::int64_t hn = hbase + static_cast<std::int64_t>(n) * K * V;
 #pragma unroll
-    for (int nt = 0; nt < NT8; ++nt) {
-      const int col = 8 * nt + 2 * qd;
+    for (int nt = 0; nt < NW8; ++nt) {
+      const int col = c0 + 8 * nt + 2 * qd;
       st2(hs + r0 * ldb + col, pack_bf16(S[nt][0], S[nt][1]));
       st2(hs + r1 * ldb + col, pack_bf16(S[nt][2], S[nt][3]));
     }
@@ -321,17 +332,17 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
       const float* gl = at(gb0, buf);
       const float f0 = expf(gl[D == Decay::per_key ? r0 : 3]), f1 = expf(gl[D == Decay::per_key ? r1 : 3]);
 #pragma unroll
-      for (int nt = 0; nt < NT8; ++nt) S[nt][0] *= f0, S[nt][1] *= f0, S[nt][2] *= f1, S[nt][3] *= f1;
+      for (int nt = 0; nt < NW8; ++nt) S[nt][0] *= f0, S[nt][1] *= f0, S[nt][2] *= f1, S[nt][3] *= f1;
     }
     const bf16* wt = at(wb0, buf);
 #pragma unroll
     for (int s0 = 0; s0 < kChunk; s0 += 16) {
       unsigned a[4];
-      load_a_trans(a, wt, ldk, 16 * warp, s0);
+      load_a_trans(a, wt, ldk, 16 * strip, s0);
 #pragma unroll
-      for (int p = 0; p < BV / 16; ++p) {
+      for (int p = 0; p < NW8 / 2; ++p) {
         unsigned bb[4];
-        load_b2(bb, Dt, ldb, s0, 16 * p);
+        load_b2(bb, Dt, ldb, s0, c0 + 16 * p);
         mma_bf16(S[2 * p], a, bb);
         mma_bf16(S[2 * p + 1], a, bb + 2);
       }
@@ -339,8 +350,8 @@ __global__ void __launch_bounds__(kThreads) state_pass(Shape s, const float* __r
   }
   if (ht) {
 #pragma unroll
-    for (int nt = 0; nt < NT8; ++nt) {
-      const int col = j0 + 8 * nt + 2 * qd;
+    for (int nt = 0; nt < NW8; ++nt) {
+      const int col = j0 + c0 + 8 * nt + 2 * qd;
       *reinterpret_cast<float2*>(ht + sbase + static_cast<std::int64_t>(r0) * V + col) = make_float2(S[nt][0], S[nt][1]);
       *reinterpret_cast<float2*>(ht + sbase + static_cast<std::int64_t>(r1) * V + col) = make_float2(S[nt][2], S[nt][3]);
     }

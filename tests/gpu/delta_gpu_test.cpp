@@ -5,10 +5,14 @@
 // without a device every test is skipped ("skipped: no CUDA device").
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "gate/kernel_checks.hpp"
@@ -105,6 +109,55 @@ TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
       expect_pass(r);
     }
   }
+}
+
+// The bf16 state pass's column tilings (TTR_GPU_STATE_BV: 16 columns a block, the
+// default; "32"; "32x2", two warps a 16-row strip): each state element is the same
+// sequence of mma steps in all three, so o (which reads the stored chunk states and
+// Δ) and ht must agree bit for bit, for every decay (delta_rule: none, GDN: scalar,
+// KDA: per key), with initial states, a partial last chunk, K = 128 and K = 64 with
+// V = 96 (three 32-column blocks).
+TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
+  TTR_REQUIRE_DEVICE();
+  Regime states;
+  states.optional_inputs = true;
+  const std::vector<VectorCase> cases = {
+      {"t130_k128", "", dims(1, 130, 2, 128, 128), states, {}},
+      {"t200_k64_v96", "", dims(2, 200, 1, 64, 96), states, {}},
+  };
+  // TTR_GPU_STATE_BV as the test found it (scripts/device-gdn-bench --new-env may have
+  // set it for the whole run), restored after each tiling's run, also when it throws.
+  const char* found = std::getenv("TTR_GPU_STATE_BV");
+  const std::optional<std::string> before = found ? std::optional<std::string>(found) : std::nullopt;
+  struct Tiling {
+    const std::optional<std::string>& before;
+    Tiling(const char* v, const std::optional<std::string>& b) : before(b) {
+      EXPECT_EQ(0, v ? ::setenv("TTR_GPU_STATE_BV", v, 1) : ::unsetenv("TTR_GPU_STATE_BV"));
+    }
+    ~Tiling() { before ? ::setenv("TTR_GPU_STATE_BV", before->c_str(), 1) : ::unsetenv("TTR_GPU_STATE_BV"); }
+  };
+  for (const char* layer : {"delta_rule", "gated_delta_rule", "kda"})
+    for (const VectorCase& c : cases) {
+      const LayerEntry& e = find_layer(layer);
+      const TensorMap<double> in = generate_inputs(e.spec, c, 61);
+      const Config cfg = Config::make(e.spec, c.config);
+      TensorMap<double> base;
+      {
+        const Tiling t(nullptr, before);  // the default, 16 columns
+        base = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
+      }
+      ASSERT_TRUE(base.count("o") && base.count("ht")) << layer;
+      for (const char* v : {"32", "32x2"}) {
+        TensorMap<double> other;
+        {
+          const Tiling t(v, before);
+          other = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
+        }
+        test::expect_same_bits(base, other, fmt::format("{} {} TTR_GPU_STATE_BV={}", layer, c.name, v));
+      }
+      for (const auto& [name, t] : base)
+        for (double x : t.data) ASSERT_TRUE(std::isfinite(x)) << layer << " " << c.name << " " << name;
+    }
 }
 
 // A planted bug must fail: the chunk kernel's output against the oracle of

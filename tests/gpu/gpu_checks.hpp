@@ -113,9 +113,15 @@ using Head = std::pair<std::int64_t, std::int64_t>;
 
 // Two runs of a kernel on the same inputs gave the same bits (no atomics, fixed orders).
 inline void expect_same_bits(const TensorMap<double>& first, const TensorMap<double>& again, const std::string& what) {
-  for (const auto& [name, t] : first)
-    EXPECT_EQ(0, std::memcmp(t.data.data(), again.at(name).data.data(), t.data.size() * sizeof(double)))
+  for (const auto& [name, t] : first) {
+    const auto it = again.find(name);
+    if (it == again.end() || it->second.data.size() != t.data.size()) {
+      ADD_FAILURE() << what << " " << name << ": missing or of another size in the second run";
+      continue;
+    }
+    EXPECT_EQ(0, std::memcmp(t.data.data(), it->second.data.data(), t.data.size() * sizeof(double)))
         << what << " " << name << ": repeated run differs";
+  }
 }
 
 // Head (b, h) of a batch run equals, bit for bit, the same head run alone (no
