@@ -35,6 +35,7 @@
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
+#include "gpu/core/cluster.cuh"
 #include "gpu/core/launch.cuh"
 #include "gpu/core/mma.cuh"
 #include "gpu/core/mma_sync.cuh"
@@ -451,39 +452,70 @@ void stage1(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
 
 // Stage 2. bf16: state-pass tiles of 16 columns, B·H·V/16 blocks (256 at B = 4,
 // H = 8, V = 128, two per multiprocessor, whose sequential chains hide each
-// other's latency). TTR_GPU_STATE_BV (read at every launch; V a multiple of 32,
-// else 16 columns): "32" halves the blocks and the redundant W reads, "32x2" does
-// the same with two warps a 16-row strip (each 16 columns: the per-warp work of 16).
-// The three give the same bits (their check: CudaDelta.StatePassTilingsGiveTheSameBits);
-// which is fastest is docs/gpu-delta-backward-speed.md's question. fp32: 16 columns
-// too, double-buffered where shared memory allows.
-enum class StateTiling { bv16, bv32, bv32_split };
+// other's latency). TTR_GPU_STATE_BV (read at every launch; V a multiple of 32
+// for the 32-column ones, else the default) chooses another tiling: "32" halves the
+// blocks and the redundant W reads, "32x2" does the same with two warps a 16-row
+// strip (each 16 columns: the per-warp work of 16); "16c" and "32x2c" run a head's
+// column blocks as one cluster of 2, 4 or 8 (the largest that divides V/BV) that
+// shares each chunk's W tiles. All give the same bits (their check:
+// CudaDelta.StatePassTilingsGiveTheSameBits); which is fastest is
+// docs/gpu-delta-backward-speed.md's question. fp32: 16 columns too,
+// double-buffered where shared memory allows.
+struct StateTiling {
+  int bv = 16, split = 1;
+  bool cluster = false;
+};
 inline StateTiling state_tiling(int V) {
   const char* e = std::getenv("TTR_GPU_STATE_BV");
-  if (!e || V % 32 != 0) return StateTiling::bv16;
-  const std::string t(e);
-  return t == "32" ? StateTiling::bv32 : t == "32x2" ? StateTiling::bv32_split : StateTiling::bv16;
+  const std::string t = e ? e : "";
+  if (V % 32 == 0) {
+    if (t == "32") return {32, 1, false};
+    if (t == "32x2") return {32, 2, false};
+    if (t == "32x2c") return {32, 2, true};
+  }
+  if (t == "16c") return {16, 1, true};
+  return {};
+}
+// Blocks a cluster: the largest of 8, 4, 2 dividing the head's column blocks (1: none).
+inline unsigned cluster_blocks(int tiles) {
+  for (unsigned c : {8u, 4u, 2u})
+    if (tiles % static_cast<int>(c) == 0) return c;
+  return 1;
 }
 
 template <Decay D, int BV, int KV, int SPLIT>
-void launch_bf16_state_pass(const DeltaArgs& a, const Shape& s, const Work& work, unsigned BH, cudaStream_t stream) {
-  const std::size_t sm2 = bf16k::state_smem<D>(s, BV);
-  set_smem(bf16k::state_pass<D, BV, KV, SPLIT>, sm2);
-  bf16k::state_pass<D, BV, KV, SPLIT><<<dim3(a.V / BV, BH), SPLIT * 2 * a.K, sm2, stream>>>(s, a.h0, a.ht, work);
+void launch_bf16_state_pass(const DeltaArgs& a, const Shape& s, const Work& work, unsigned BH, bool cluster,
+                            cudaStream_t stream) {
+  const dim3 grid(a.V / BV, BH), block(SPLIT * 2 * a.K);
+  const unsigned cx = cluster ? cluster_blocks(a.V / BV) : 1;
+  if (cx == 1) {
+    const std::size_t sm2 = bf16k::state_smem<D>(s, BV);
+    set_smem(bf16k::state_pass<D, BV, KV, SPLIT>, sm2);
+    bf16k::state_pass<D, BV, KV, SPLIT><<<grid, block, sm2, stream>>>(s, a.h0, a.ht, work);
+    return;
+  }
+  const std::size_t sm2 = bf16k::state_smem<D>(s, BV, true);
+  auto* kernel = bf16k::state_pass<D, BV, KV, SPLIT, true>;
+  set_smem(kernel, sm2);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = sm2, cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cx, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr, cfg.numAttrs = 1;
+  TTR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, s, a.h0, a.ht, work));
 }
 
 template <class E, Decay D>
 void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t stream) {
   const unsigned BH = static_cast<unsigned>(s.B) * s.H;
   if constexpr (std::is_same_v<E, __nv_bfloat16>) {
-    const StateTiling tiling = state_tiling(a.V);
+    const StateTiling t = state_tiling(a.V);
     with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
-      switch (tiling) {
-        case StateTiling::bv32: return launch_bf16_state_pass<D, 32, KV, 1>(a, s, work, BH, stream);
-        case StateTiling::bv32_split: return launch_bf16_state_pass<D, 32, KV, 2>(a, s, work, BH, stream);
-        case StateTiling::bv16: return launch_bf16_state_pass<D, 16, KV, 1>(a, s, work, BH, stream);
-      }
+      if (t.bv == 32 && t.split == 2) return launch_bf16_state_pass<D, 32, KV, 2>(a, s, work, BH, t.cluster, stream);
+      if (t.bv == 32) return launch_bf16_state_pass<D, 32, KV, 1>(a, s, work, BH, false, stream);
+      launch_bf16_state_pass<D, 16, KV, 1>(a, s, work, BH, t.cluster, stream);
     });
   } else {
     const int bv2 = 16;

@@ -227,8 +227,10 @@ inline std::size_t ut_smem(const Shape& s, bool separate_w) {
 // bits (CudaDelta.StatePassTilingsGiveTheSameBits). SPLIT = 2 at BV = 32: a block
 // reads the chunk's W tiles once for 32 columns (half the L2 traffic of BV = 16,
 // which bounds the pass: docs/gpu-delta-backward-speed.md) with the per-warp work of
-// BV = 16.
-template <Decay D, int BV, int KV = 0, int SPLIT = 1>
+// BV = 16. CLUSTER: the column blocks of a head run as one thread-block cluster and
+// share the chunk's W and W ⊙ e^{b_last−b} tiles, each block fetching 64/size of their
+// rows for all (gpu/core/cluster.cuh): the L2 reads of W fall by the cluster's size.
+template <Decay D, int BV, int KV = 0, int SPLIT = 1, bool CLUSTER = false>
 __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const float* __restrict__ h0,
                                                               float* __restrict__ ht, Work work) {
   static_assert(SPLIT == 1 || SPLIT == 2, "one or two warps a strip");
@@ -247,6 +249,8 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
   SmemArena arena{smem};
   bf16* hs = arena.take<bf16>(K, BV);
   bf16* Dt = arena.take<bf16>(kChunk, BV);
+  // CLUSTER: one mbarrier a buffer, completing when the W tiles of its chunk have landed.
+  [[maybe_unused]] std::uint64_t* full = CLUSTER ? arena.take<std::uint64_t>(1, 2) : nullptr;
   // Two stages of the per-chunk inputs (chunk n + 1 loads by cp.async while n
   // computes), addressed as base + buf · stride (no pointer arrays: they would
   // live in local memory under a run-time index).
@@ -275,17 +279,39 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
   const bf16* WDg = static_cast<const bf16*>(work.WD) + static_cast<std::int64_t>(bh) * s.Tp * K;
   const std::int64_t hbase = static_cast<std::int64_t>(bh) * s.NT * K * V + j0;
   bf16* Dg = static_cast<bf16*>(work.D) + static_cast<std::int64_t>(bh) * s.Tp * V + j0;
+  // CLUSTER: this block's share of each W tile's rows, and the blocks it multicasts to.
+  [[maybe_unused]] const int share = CLUSTER ? kChunk / static_cast<int>(cluster::size()) : kChunk;
+  [[maybe_unused]] const int first_row = CLUSTER ? static_cast<int>(cluster::rank()) * share : 0;
+  [[maybe_unused]] const auto everyone = static_cast<std::uint16_t>(CLUSTER ? (1u << cluster::size()) - 1 : 1);
   auto prefetch = [&](int n) {
     const int t0 = n * kChunk, buf = n & 1;
-    load_rows_async(at(Wb0, buf), ldk, Wg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
-    load_rows_async(at(wb0, buf), ldk, WDg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
+    if constexpr (CLUSTER) {
+      // Armed with both tiles' bytes here; the rows land from every block of the cluster.
+      if (threadIdx.x == 0) cluster::arrive_expect_bytes(full + buf, 2u * kChunk * K * sizeof(bf16));
+      for (int i = threadIdx.x; i < 2 * share; i += blockDim.x) {
+        const int r = first_row + i % share;
+        const bf16* src = (i < share ? Wg : WDg) + static_cast<std::int64_t>(t0 + r) * K;
+        cluster::copy_multicast(at(i < share ? Wb0 : wb0, buf) + r * ldk, src, K * sizeof(bf16), full + buf, everyone);
+      }
+    } else {
+      load_rows_async(at(Wb0, buf), ldk, Wg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
+      load_rows_async(at(wb0, buf), ldk, WDg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
+    }
     load_rows_async(at(Ub0, buf), ldb, Ug + static_cast<std::int64_t>(t0) * V, V, kChunk, kChunk, BV);
     if constexpr (D == Decay::per_key) load_flat_async(at(gb0, buf), Gg + static_cast<std::int64_t>(t0 + kChunk - 1) * K, K);
     if constexpr (D == Decay::scalar) load_flat_async(at(gb0, buf), Gg + t0 + kChunk - 4, 4);
     cp_async_commit();
   };
-  const int len = s.len(bh / s.H), NT = s.chunks(bh / s.H);  // this sequence's chunks (varlen)
+  const int len = s.len(bh / s.H), NT = s.chunks(bh / s.H);  // this sequence's chunks (varlen; a cluster's blocks share it)
+  // CLUSTER: a buffer is refilled only once every block has read it (chunk n − 1's
+  // arrive, chunk n's wait before prefetch(n + 1)); the arrive before the loop stands
+  // for the second buffer's first fill, the wait after it pairs the last arrive.
+  if constexpr (CLUSTER) {
+    if (threadIdx.x == 0) cluster::mbarrier_init(full, 1), cluster::mbarrier_init(full + 1, 1), cluster::fence_mbarrier_init();
+    cluster::sync();  // every block's mbarriers initialised before any copy signals them
+  }
   if (NT > 0) prefetch(0);
+  if constexpr (CLUSTER) cluster::arrive();
   for (int n = 0; n < NT; ++n) {
     const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n & 1;
     // h_n = narrow(S): the chunk-initial state as an operand, here, and stored from
@@ -299,7 +325,9 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
       st2(hs + r1 * ldb + col, pack_bf16(S[nt][2], S[nt][3]));
     }
     cp_async_wait<0>();
+    if constexpr (CLUSTER) cluster::wait_phase(full + buf, (n >> 1) & 1);
     __syncthreads();  // chunk n's tiles and h_n visible; chunk n − 1's buffers free
+    if constexpr (CLUSTER) cluster::wait();  // … in every block of the cluster
     if (n + 1 < NT) prefetch(n + 1);
     // narrow(S) to global memory, 16 bytes a lane from the tile: stored by each lane
     // from its accumulators instead, 4 bytes at a time (half a 32-byte sector per
@@ -347,7 +375,9 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
         mma_bf16(S[2 * p + 1], a, bb + 2);
       }
     }
+    if constexpr (CLUSTER) cluster::arrive();  // this block is done with chunk n's buffer
   }
+  if constexpr (CLUSTER) cluster::wait();
   if (ht) {
 #pragma unroll
     for (int nt = 0; nt < NW8; ++nt) {
@@ -359,8 +389,8 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
 }
 
 template <Decay D>
-std::size_t state_smem(const Shape& s, int bv) {
-  return tile_bytes<bf16>(s.K, bv) + tile_bytes<bf16>(kChunk, bv) +
+std::size_t state_smem(const Shape& s, int bv, bool cluster = false) {
+  return tile_bytes<bf16>(s.K, bv) + tile_bytes<bf16>(kChunk, bv) + (cluster ? tile_bytes<std::uint64_t>(1, 2) : 0) +
          2 * (2 * tile_bytes<bf16>(kChunk, s.K) + tile_bytes<bf16>(kChunk, bv) +
               tile_bytes<float>(1, D == Decay::per_key ? s.K : 4));
 }

@@ -112,11 +112,13 @@ TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
 }
 
 // The bf16 state pass's column tilings (TTR_GPU_STATE_BV: 16 columns a block, the
-// default; "32"; "32x2", two warps a 16-row strip): each state element is the same
-// sequence of mma steps in all three, so o (which reads the stored chunk states and
-// Δ) and ht must agree bit for bit, for every decay (delta_rule: none, GDN: scalar,
-// KDA: per key), with initial states, a partial last chunk, K = 128 and K = 64 with
-// V = 96 (three 32-column blocks).
+// default; "32"; "32x2", two warps a 16-row strip; "16c" and "32x2c", a head's column
+// blocks as one cluster sharing the W tiles by multicast): each state element is the
+// same sequence of mma steps in all of them, so o (which reads the stored chunk states
+// and Δ) and ht must agree bit for bit, for every decay (delta_rule: none, GDN:
+// scalar, KDA: per key), with initial states and a partial last chunk. The shapes
+// give clusters of 8 and 4 (K = V = 128), 2 (V = 96, six 16-column blocks; its
+// three 32-column blocks take no cluster) and 4 and 2 (K = 32, V = 64).
 TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
   TTR_REQUIRE_DEVICE();
   Regime states;
@@ -124,6 +126,7 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
   const std::vector<VectorCase> cases = {
       {"t130_k128", "", dims(1, 130, 2, 128, 128), states, {}},
       {"t200_k64_v96", "", dims(2, 200, 1, 64, 96), states, {}},
+      {"t70_k32_v64", "", dims(3, 70, 2, 32, 64), states, {}},
   };
   // TTR_GPU_STATE_BV as the test found it (scripts/device-gdn-bench --new-env may have
   // set it for the whole run), restored after each tiling's run, also when it throws.
@@ -147,7 +150,7 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
         base = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
       }
       ASSERT_TRUE(base.count("o") && base.count("ht")) << layer;
-      for (const char* v : {"32", "32x2"}) {
+      for (const char* v : {"32", "32x2", "16c", "32x2c"}) {
         TensorMap<double> other;
         {
           const Tiling t(v, before);
