@@ -483,27 +483,25 @@ inline unsigned cluster_blocks(int tiles) {
   return 1;
 }
 
-template <Decay D, int BV, int KV, int SPLIT>
-void launch_bf16_state_pass(const DeltaArgs& a, const Shape& s, const Work& work, unsigned BH, bool cluster,
-                            cudaStream_t stream) {
+// CX blocks a cluster (CLUSTER; a divisor of V/BV, at least 2).
+template <Decay D, int BV, int KV, int SPLIT, bool CLUSTER = false>
+void launch_bf16_state_pass(const DeltaArgs& a, const Shape& s, const Work& work, unsigned BH, cudaStream_t stream,
+                            unsigned cx = 1) {
   const dim3 grid(a.V / BV, BH), block(SPLIT * 2 * a.K);
-  const unsigned cx = cluster ? cluster_blocks(a.V / BV) : 1;
-  if (cx == 1) {
-    const std::size_t sm2 = bf16k::state_smem<D>(s, BV);
-    set_smem(bf16k::state_pass<D, BV, KV, SPLIT>, sm2);
-    bf16k::state_pass<D, BV, KV, SPLIT><<<grid, block, sm2, stream>>>(s, a.h0, a.ht, work);
-    return;
-  }
-  const std::size_t sm2 = bf16k::state_smem<D>(s, BV, true);
-  auto* kernel = bf16k::state_pass<D, BV, KV, SPLIT, true>;
+  const std::size_t sm2 = bf16k::state_smem<D>(s, BV, CLUSTER);
+  auto* kernel = bf16k::state_pass<D, BV, KV, SPLIT, CLUSTER>;
   set_smem(kernel, sm2);
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = sm2, cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = cx, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr, cfg.numAttrs = 1;
-  TTR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, s, a.h0, a.ht, work));
+  if constexpr (!CLUSTER) {
+    kernel<<<grid, block, sm2, stream>>>(s, a.h0, a.ht, work);
+  } else {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = sm2, cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cx, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    TTR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, s, a.h0, a.ht, work));
+  }
 }
 
 template <class E, Decay D>
@@ -511,11 +509,16 @@ void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
   const unsigned BH = static_cast<unsigned>(s.B) * s.H;
   if constexpr (std::is_same_v<E, __nv_bfloat16>) {
     const StateTiling t = state_tiling(a.V);
+    const unsigned cx = t.cluster ? cluster_blocks(a.V / t.bv) : 1;
     with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
-      if (t.bv == 32 && t.split == 2) return launch_bf16_state_pass<D, 32, KV, 2>(a, s, work, BH, t.cluster, stream);
-      if (t.bv == 32) return launch_bf16_state_pass<D, 32, KV, 1>(a, s, work, BH, false, stream);
-      launch_bf16_state_pass<D, 16, KV, 1>(a, s, work, BH, t.cluster, stream);
+      if (t.bv == 32 && t.split == 2) {
+        if (cx > 1) return launch_bf16_state_pass<D, 32, KV, 2, true>(a, s, work, BH, stream, cx);
+        return launch_bf16_state_pass<D, 32, KV, 2>(a, s, work, BH, stream);
+      }
+      if (t.bv == 32) return launch_bf16_state_pass<D, 32, KV, 1>(a, s, work, BH, stream);
+      if (cx > 1) return launch_bf16_state_pass<D, 16, KV, 1, true>(a, s, work, BH, stream, cx);
+      launch_bf16_state_pass<D, 16, KV, 1>(a, s, work, BH, stream);
     });
   } else {
     const int bv2 = 16;
