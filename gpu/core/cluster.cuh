@@ -65,10 +65,14 @@ __device__ inline void copy_multicast(void* dst, const void* src, unsigned bytes
       : "memory");
 }
 
-// The cluster barrier, split: arrive (release: this thread's shared-memory reads and
-// writes before it are done) and wait (acquire), in that order, by every thread of
-// every block of the cluster, all the threads of a warp together.
-__device__ inline void arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+// The cluster barrier, split: arrive and wait (acquire), in that order, by every
+// thread of every block of the cluster, all the threads of a warp together. The arrive
+// is relaxed: with release semantics sm_90 puts a GPU-scope fence (MEMBAR.ALL.GPU)
+// before it, which would wait for the chunk's global stores every chunk. What it
+// orders here needs no fence: a buffer's last reads (ldmatrix) have returned their
+// data before the mma that consumes them issues, which precedes the arrive in program
+// order; the mbarriers' initialisation is published by fence_mbarrier_init.
+__device__ inline void arrive() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
 __device__ inline void wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 __device__ inline void sync() { arrive(), wait(); }
 
