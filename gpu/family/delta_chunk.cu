@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -468,13 +469,14 @@ struct StateTiling {
 inline StateTiling state_tiling(int V) {
   const char* e = std::getenv("TTR_GPU_STATE_BV");
   const std::string t = e ? e : "";
-  if (V % 32 == 0) {
-    if (t == "32") return {32, 1, false};
-    if (t == "32x2") return {32, 2, false};
-    if (t == "32x2c") return {32, 2, true};
-  }
+  if (t.empty() || t == "16") return {};
   if (t == "16c") return {16, 1, true};
-  return {};
+  const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to the default
+  if (t == "32") return wide ? StateTiling{32, 1, false} : StateTiling{};
+  if (t == "32x2") return wide ? StateTiling{32, 2, false} : StateTiling{};
+  if (t == "32x2c") return wide ? StateTiling{32, 2, true} : StateTiling{};
+  // A misspelt value would time the default under another name.
+  throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 16c or 32x2c");
 }
 // Blocks a cluster: the largest of 8, 4, 2 dividing the head's column blocks (1: none).
 inline unsigned cluster_blocks(int tiles) {

@@ -161,6 +161,11 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
       for (const auto& [name, t] : base)
         for (double x : t.data) ASSERT_TRUE(std::isfinite(x)) << layer << " " << c.name << " " << name;
     }
+  // A value it does not know is refused, not timed as the default under another name.
+  const LayerEntry& gdn = find_layer("gated_delta_rule");
+  const TensorMap<double> in = generate_inputs(gdn.spec, cases[0], 61);
+  const Tiling t("64", before);
+  EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, Config::make(gdn.spec, cases[0].config)));
 }
 
 // A planted bug must fail: the chunk kernel's output against the oracle of
