@@ -7,11 +7,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -128,17 +126,6 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
       {"t200_k64_v96", "", dims(2, 200, 1, 64, 96), states, {}},
       {"t70_k32_v64", "", dims(3, 70, 2, 32, 64), states, {}},
   };
-  // TTR_GPU_STATE_BV as the test found it (scripts/device-gdn-bench --new-env may have
-  // set it for the whole run), restored after each tiling's run, also when it throws.
-  const char* found = std::getenv("TTR_GPU_STATE_BV");
-  const std::optional<std::string> before = found ? std::optional<std::string>(found) : std::nullopt;
-  struct Tiling {
-    const std::optional<std::string>& before;
-    Tiling(const char* v, const std::optional<std::string>& b) : before(b) {
-      EXPECT_EQ(0, v ? ::setenv("TTR_GPU_STATE_BV", v, 1) : ::unsetenv("TTR_GPU_STATE_BV"));
-    }
-    ~Tiling() { before ? ::setenv("TTR_GPU_STATE_BV", before->c_str(), 1) : ::unsetenv("TTR_GPU_STATE_BV"); }
-  };
   for (const char* layer : {"delta_rule", "gated_delta_rule", "kda"})
     for (const VectorCase& c : cases) {
       const LayerEntry& e = find_layer(layer);
@@ -146,14 +133,14 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
       const Config cfg = Config::make(e.spec, c.config);
       TensorMap<double> base;
       {
-        const Tiling t(nullptr, before);  // the default, 16 columns
+        const test::ScopedEnv tiling("TTR_GPU_STATE_BV", nullptr);  // the default, 16 columns
         base = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
       }
       ASSERT_TRUE(base.count("o") && base.count("ht")) << layer;
       for (const char* v : {"32", "32x2", "16c", "32x2c"}) {
         TensorMap<double> other;
         {
-          const Tiling t(v, before);
+          const test::ScopedEnv tiling("TTR_GPU_STATE_BV", v);
           other = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
         }
         test::expect_same_bits(base, other, fmt::format("{} {} TTR_GPU_STATE_BV={}", layer, c.name, v));
@@ -164,7 +151,7 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
   // A value it does not know is refused, not timed as the default under another name.
   const LayerEntry& gdn = find_layer("gated_delta_rule");
   const TensorMap<double> in = generate_inputs(gdn.spec, cases[0], 61);
-  const Tiling t("64", before);
+  const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "64");
   EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, Config::make(gdn.spec, cases[0].config)));
 }
 

@@ -202,15 +202,11 @@ TEST(CudaGkaBackward, TiledProductsEqualTheNaiveOnesBitForBit) {
       const TensorMap<double> in = generate_backward_inputs(gka().spec, c, 57);
       const Config cfg = Config::make(gka().spec, c.config);
       const TensorMap<double> tiled = run_backward(Form::chunk, dtype, in, cfg);
-      ASSERT_EQ(0, ::setenv("TTR_GPU_GKA_BACKWARD_GEMM", "naive", 1));
       TensorMap<double> naive;
-      try {
+      {
+        const test::ScopedEnv gemm("TTR_GPU_GKA_BACKWARD_GEMM", "naive");
         naive = run_backward(Form::chunk, dtype, in, cfg);
-      } catch (...) {
-        ::unsetenv("TTR_GPU_GKA_BACKWARD_GEMM");
-        throw;
       }
-      ASSERT_EQ(0, ::unsetenv("TTR_GPU_GKA_BACKWARD_GEMM"));
       test::expect_same_bits(tiled, naive, what);
       for (const auto& [name, t] : tiled)
         for (double x : t.data) ASSERT_TRUE(std::isfinite(x)) << what << " " << name;

@@ -121,15 +121,11 @@ TEST(CudaGka, FragmentSolveEqualsTheWmmaSolveBitForBit) {
     const TensorMap<double> in = generate_inputs(gka().spec, c, 54);
     const Config cfg = Config::make(gka().spec, c.config);
     const TensorMap<double> fragments = run_kernel("gka", Form::chunk, Tier::bf16, in, cfg);
-    ASSERT_EQ(0, ::setenv("TTR_GPU_GKA_SOLVE", "wmma", 1));
     TensorMap<double> wmma;
-    try {
+    {
+      const test::ScopedEnv solve("TTR_GPU_GKA_SOLVE", "wmma");
       wmma = run_kernel("gka", Form::chunk, Tier::bf16, in, cfg);
-    } catch (...) {
-      ::unsetenv("TTR_GPU_GKA_SOLVE");
-      throw;
     }
-    ASSERT_EQ(0, ::unsetenv("TTR_GPU_GKA_SOLVE"));
     ASSERT_EQ(fragments.size(), wmma.size()) << c.name;
     for (const auto& [name, t] : fragments) {
       const Tensor<double>& w = wmma.at(name);

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -110,6 +112,25 @@ inline TensorMap<double> slice_head(const LayerSpec& spec, const TensorMap<doubl
 }
 
 using Head = std::pair<std::int64_t, std::int64_t>;
+
+// An environment variable set (value) or unset (nullptr) for the guard's lifetime, then
+// restored to what it was (a run may set it for the whole binary: scripts/device-gdn-bench
+// --new-env), also when the code between throws. For the kernels' run-time switches
+// (TTR_GPU_STATE_BV, TTR_GPU_GKA_SOLVE, TTR_GPU_GKA_BACKWARD_GEMM), read at every launch.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) before_ = v;
+    EXPECT_EQ(0, value ? ::setenv(name, value, 1) : ::unsetenv(name)) << name;
+  }
+  ~ScopedEnv() { before_ ? ::setenv(name_, before_->c_str(), 1) : ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> before_;
+};
 
 // Two runs of a kernel on the same inputs gave the same bits (no atomics, fixed orders).
 inline void expect_same_bits(const TensorMap<double>& first, const TensorMap<double>& again, const std::string& what) {

@@ -1,0 +1,49 @@
+// The bf16 state pass's column tilings (stage 2 of delta_chunk.cu, which includes this
+// inside its namespace after delta_chunk_bf16.cuh and set_smem): TTR_GPU_STATE_BV, read
+// at every launch, chooses one, and launch_bf16_state_pass launches it, through a
+// thread-block cluster where its blocks share the W tiles (gpu/core/cluster.cuh).
+#pragma once
+
+struct StateTiling {
+  int bv = 16, split = 1;
+  bool cluster = false;
+};
+inline StateTiling state_tiling(int V) {
+  const char* e = std::getenv("TTR_GPU_STATE_BV");
+  const std::string t = e ? e : "";
+  if (t.empty() || t == "16") return {};
+  if (t == "16c") return {16, 1, true};
+  const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to the default
+  if (t == "32") return wide ? StateTiling{32, 1, false} : StateTiling{};
+  if (t == "32x2") return wide ? StateTiling{32, 2, false} : StateTiling{};
+  if (t == "32x2c") return wide ? StateTiling{32, 2, true} : StateTiling{};
+  // A misspelt value would time the default under another name.
+  throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 16c or 32x2c");
+}
+// Blocks a cluster: the largest of 8, 4, 2 dividing the head's column blocks (1: none).
+inline unsigned cluster_blocks(int tiles) {
+  for (unsigned c : {8u, 4u, 2u})
+    if (tiles % static_cast<int>(c) == 0) return c;
+  return 1;
+}
+
+// CX blocks a cluster (CLUSTER; a divisor of V/BV, at least 2).
+template <Decay D, int BV, int KV, int SPLIT, bool CLUSTER = false>
+void launch_bf16_state_pass(const DeltaArgs& a, const Shape& s, const Work& work, unsigned BH, cudaStream_t stream,
+                            unsigned cx = 1) {
+  const dim3 grid(a.V / BV, BH), block(SPLIT * 2 * a.K);
+  const std::size_t sm2 = bf16k::state_smem<D>(s, BV, CLUSTER);
+  auto* kernel = bf16k::state_pass<D, BV, KV, SPLIT, CLUSTER>;
+  set_smem(kernel, sm2);
+  if constexpr (!CLUSTER) {
+    kernel<<<grid, block, sm2, stream>>>(s, a.h0, a.ht, work);
+  } else {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = sm2, cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cx, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    TTR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, s, a.h0, a.ht, work));
+  }
+}
