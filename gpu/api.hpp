@@ -57,7 +57,14 @@ struct DeltaArgs {
   const std::int64_t* cu_seqlens = nullptr;
   std::int64_t packed_tokens = 0;
   void* stream = nullptr;      // cudaStream_t (nullptr: the legacy default stream)
+  // Optional, chunk forward only: where to keep each chunk's narrowed UT inverse
+  // T = (I + A)⁻¹ (FLA's A, which its forward returns for the backward), in `dtype`,
+  // delta_ut_inverse_bytes(*this) bytes; DeltaBackwardArgs::ut_inverse reads it back.
+  void* ut_inverse_out = nullptr;
 };
+// The size of DeltaArgs::ut_inverse_out: B·H·⌈T/64⌉ tiles of 64 × 64 in `dtype` (an
+// opaque layout; under varlen B counts sequences and T is the longest one's length).
+std::size_t delta_ut_inverse_bytes(const DeltaArgs& a);
 
 // Shapes the kernels accept: K, V multiples of 16 in [16, 128], T ≥ 1, B·H ≤ 65535.
 // Throws std::invalid_argument naming the offending field otherwise.
@@ -102,6 +109,11 @@ struct DeltaBackwardArgs {
   // The preconditioned layers (PGDN): fwd.w = k̃ from atk_write_keys(atk->fwd), and
   // dk = dk_read + the preconditioner's part from dk̃ (gpu/family/atk_backward.cu).
   const AtkBackwardArgs* atk = nullptr;
+  // Optional, chunk backward only: the UT inverses the chunk forward kept
+  // (DeltaArgs::ut_inverse_out) on these inputs. Given, the backward reads them instead
+  // of forming A and inverting it again, as FLA's backward reads its forward's A; the
+  // gradients are the same bits either way (the same kernel made them).
+  const void* ut_inverse = nullptr;
 };
 // Shapes as validate(DeltaArgs); throws std::invalid_argument naming the field.
 void validate(const DeltaBackwardArgs& a);

@@ -30,6 +30,10 @@ using LayerRunner = LayerResult (*)(const TensorMap<double>&, const Config&, con
 // Options of a device kernel launch (one meaning: how to launch it).
 struct KernelOptions {
   bool poison = true;  // fill outputs with NaN bytes before the launch (unwritten elements show)
+  // The delta family's chunk backward only: run the chunk forward first, keeping its UT
+  // inverses, and let the backward read them (as a training step does; gpu/api.hpp,
+  // DeltaBackwardArgs::ut_inverse) instead of inverting again. Same gradients, same bits.
+  bool keep_ut_inverse = false;
 };
 
 // A device kernel on a layer's inputs: converts them as a model would pass them

@@ -6,12 +6,16 @@
 // reads DIR/{q,k,v,beta,do}.bf16 (raw bf16, [B,T,H,*]) and DIR/g.f32; writes the
 // gradients DIR/{dq,dk,dv,dbeta}_ttr.bf16 and DIR/dg_ttr.f32; prints one JSON
 // line of medians (forward, backward, forward + backward back to back). With
-// TTR_GPU_STAGE_TIMING=1 the kernels print their per-stage times on stderr.
+// TTR_GPU_STAGE_TIMING=1 the kernels print their per-stage times on stderr. With
+// TTR_BENCH_KEEP_UT_INVERSE=1 the forward keeps its UT inverses and the backward reads
+// them (DeltaArgs::ut_inverse_out, DeltaBackwardArgs::ut_inverse: FLA's saved A)
+// instead of inverting again; the gradients must be the same bits as without.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -78,6 +82,9 @@ int main(int argc, char** argv) try {
   a.scale = 1.0f / std::sqrt(static_cast<float>(K));
   x.do_ = dout.get();
   x.dq = dq.get(), x.dk = dk.get(), x.dv = dv.get(), x.dbeta = dbeta.get(), x.dg = static_cast<float*>(dg.get());
+  const char* keep_t = std::getenv("TTR_BENCH_KEEP_UT_INVERSE");
+  DeviceBuffer ut_inverse(keep_t && std::string(keep_t) == "1" ? delta_ut_inverse_bytes(a) : 0);
+  if (ut_inverse.get()) a.ut_inverse_out = ut_inverse.get(), x.ut_inverse = ut_inverse.get();
   // Stream-ordered workspaces are served from the pool after the first call.
   cudaMemPool_t pool;
   TTR_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));

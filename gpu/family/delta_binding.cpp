@@ -237,6 +237,15 @@ TensorMap<double> run_delta_backward(const DeltaBinding& bind, Form form, const 
     ab.dA0 = static_cast<float*>(gdA0.get()), ab.dcenter = static_cast<float*>(gdcenter.get());
     a.atk = &ab;
   }
+  gpu::DeviceBuffer fwd_o, ut_inverse;
+  if (form == Form::chunk && opt.keep_ut_inverse) {  // the forward first, its inverses kept
+    fwd_o = gpu::DeviceBuffer(static_cast<std::size_t>(rows) * Vp * es);
+    ut_inverse = gpu::DeviceBuffer(gpu::delta_ut_inverse_bytes(f));
+    gpu::DeltaArgs fw = f;
+    fw.o = fwd_o.get(), fw.ut_inverse_out = ut_inverse.get();
+    gpu::delta_chunk_forward(fw);
+    a.ut_inverse = ut_inverse.get();
+  }
   if (form == Form::chunk) gpu::delta_chunk_backward(a);
   else gpu::delta_sequential_backward(a);
   gpu::synchronize();

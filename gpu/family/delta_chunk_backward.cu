@@ -5,7 +5,8 @@
 // that every stage but the two state passes is parallel over the chunks:
 //
 //   1. ut_transform  (chunks × B·H)   the forward's stage 1 (delta_chunk.cu):
-//        b, A, T = (I + A)⁻¹ (kept, narrowed), W, U, W ⊙ e^{b_last − b}
+//        b, A, T = (I + A)⁻¹ (kept, narrowed), W, U, W ⊙ e^{b_last − b}; given the
+//        forward's T (DeltaBackwardArgs::ut_inverse), b, W, U and W ⊙ e^{b_last − b} from it
 //   2. state_pass    (V/16 × B·H)     the forward's stage 2: Δ and the chunk-initial
 //        states S_0, stored narrowed (FLA's h: every later read, the gate term's included)
 //   3. prep          (chunks × B·H)   the scores M = narrow([Q Kᵀ ⊙ Γ]_{s≤t}), Q ⊙ e^{b}
@@ -70,8 +71,9 @@ struct Carver {
   }
 };
 
+// t_given: the forward's UT inverses are the caller's (DeltaBackwardArgs::ut_inverse).
 template <class E, Decay D>
-Work carve(Carver& cv, const chunk::Shape& s, int NVT, int NKB, int KB) {
+Work carve(Carver& cv, const chunk::Shape& s, int NVT, int NKB, int KB, const void* t_given) {
   const std::size_t BH = static_cast<std::size_t>(s.B) * s.H, rowsP = BH * s.Tp, es = sizeof(E);
   const std::size_t states = BH * s.NT * s.K * s.V;
   Work w{};
@@ -81,7 +83,8 @@ Work carve(Carver& cv, const chunk::Shape& s, int NVT, int NKB, int KB) {
   w.fwd.D = cv.take<void>(rowsP * s.V * es);
   w.fwd.G = cv.take<float>(rowsP * s.Kg * 4);
   w.fwd.Hs = cv.take<void>(states * es);
-  w.fwd.Tn = cv.take<void>(BH * s.NT * chunk::kChunk * chunk::kChunk * es);
+  if (t_given) w.fwd.Tn = const_cast<void*>(t_given), w.fwd.t_given = true;  // read only (stage 1, wy)
+  else w.fwd.Tn = cv.take<void>(BH * s.NT * chunk::kChunk * chunk::kChunk * es);
   w.M = cv.take<void>(rowsP * chunk::kChunk * es);
   w.QD = cv.take<void>(rowsP * s.K * es);
   w.dH = cv.take<void>(states * es);
@@ -141,6 +144,7 @@ template <class E, Decay D>
 void launch(const DeltaBackwardArgs& x) {
   DeltaArgs f = x.fwd;
   f.ht = nullptr;  // the final state is not needed
+  f.ut_inverse_out = nullptr;  // stage 1 writes the workspace's (or reads x.ut_inverse)
   if (!x.atk) f.w = nullptr;  // w = k (validate)
   const chunk::Shape s = chunk::shape_of(f);
   auto stream = static_cast<cudaStream_t>(f.stream);
@@ -155,7 +159,7 @@ void launch(const DeltaBackwardArgs& x) {
   constexpr int KB = chunk_bwd::dqkwg_kb<E>();
   const int NKB = (f.K + KB - 1) / KB;
   Carver sizing{nullptr};
-  carve<E, D>(sizing, s, NVT, NKB, KB);
+  carve<E, D>(sizing, s, NVT, NKB, KB, x.ut_inverse);
   // Without Kaczmarz and the L2 norm, finish would only round the partials to the
   // dtype: the stages write the final gradients themselves (dg straight into its
   // fp32 output), and neither the fp32 partials nor finish's pass over them exist.
@@ -167,7 +171,7 @@ void launch(const DeltaBackwardArgs& x) {
   unsigned char* ws = nullptr;
   TTR_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws), sizing.off + partials, stream));
   Carver cv{ws};
-  const Work w = carve<E, D>(cv, s, NVT, NKB, KB);
+  const Work w = carve<E, D>(cv, s, NVT, NKB, KB, x.ut_inverse);
   Args<E> a{};
   a.s = s;
   a.q = static_cast<const E*>(f.q), a.k = static_cast<const E*>(f.k), a.v = static_cast<const E*>(f.v);

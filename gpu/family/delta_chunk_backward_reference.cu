@@ -4,7 +4,7 @@
 // sequential over the chunks, every product a block-wide fp32 FMA loop over a
 // per-block workspace in device memory (1.3 MB per head at K = V = 128), no
 // tensor cores: 360 ms against the staged kernel's 1.5 ms (bf16, B = 4, T = 4096,
-// H = 8, K = V = 128; docs/gpu-delta-backward-speed.md). Not registered with the gate (its layers'
+// H = 8, K = V = 128; docs/gpu-delta-backward-speed-history.md). Not registered with the gate (its layers'
 // `chunk` backward kernel is the staged one).
 //
 // The algorithm of reference/family/delta_chunk_backward.hpp (FLA's

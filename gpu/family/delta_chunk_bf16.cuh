@@ -1,6 +1,6 @@
 // The bf16 chunk forward's three stages on raw mma.sync fragments
 // (gpu/core/mma_sync.cuh): the same algorithm, the same narrowing points and
-// fp32 accumulation as the generic kernels in delta_chunk.cu (which remain the
+// fp32 accumulation as the generic kernels in delta_chunk_fp32.cuh (which remain the
 // fp32 path, FMA only), arranged for speed:
 //   * products accumulate in registers and are masked, decayed and narrowed
 //     there, then stored as bf16 pairs: no fp32 staging tiles, no passes with
@@ -30,7 +30,9 @@ __device__ inline unsigned ld2(const bf16* p) { return *reinterpret_cast<const u
 
 // ---------------------------------------------------------------- stage 1
 // KV (here and below): K = V = KV known at compile time (0: the shape's, at run time).
-template <Decay D, int KV = 0>
+// GIVEN_T: work.Tn holds the chunk's narrowed inverse already (Work::t_given): loaded
+// with the tiles instead of forming A and inverting it; W, U are the same bits.
+template <Decay D, int KV = 0, bool GIVEN_T = false>
 __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __restrict__ k,
                                                          const bf16* __restrict__ w, const bf16* __restrict__ v,
                                                          const bf16* __restrict__ beta, const float* __restrict__ g,
@@ -48,7 +50,7 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
   bf16* wt = w ? arena.take<bf16>(kChunk, K) : kt;
   bf16* vt = arena.take<bf16>(kChunk, V);
   bf16* tn = arena.take<bf16>(kChunk, kChunk);
-  float* A = arena.take<float>(kChunk, kChunk);
+  float* A = GIVEN_T ? nullptr : arena.take<float>(kChunk, kChunk);  // (GIVEN_T: 17 KB less, more blocks)
   float* bg = arena.take<float>(kChunk, s.Kg);
   float* bt = arena.take<float>(1, kChunk);
   float* eb = arena.take<float>(1, kChunk);
@@ -58,6 +60,9 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
   load_rows_async(kt, ldk, k + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   if (w) load_rows_async(wt, ldk, w + row0 * K, static_cast<std::int64_t>(s.H) * K, kChunk, c, K);
   load_rows_async(vt, ldv, v + row0 * V, static_cast<std::int64_t>(s.H) * V, kChunk, c, V);
+  if constexpr (GIVEN_T)
+    load_rows_async(tn, ldc, static_cast<const bf16*>(work.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk,
+                    kChunk, kChunk, kChunk, kChunk);
   cp_async_commit();
   if (threadIdx.x < kChunk) {
     const int t = threadIdx.x;
@@ -89,7 +94,7 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
   __syncthreads();
   // A = tril(Diag(β) [K Wᵀ ⊙ Γ], −1) in fp32. Warp: rows 16m.., columns 32·half..;
   // tiles wholly above the diagonal are zeros.
-  {
+  if constexpr (!GIVEN_T) {
     const int m0 = 16 * (warp % 4), c0 = 32 * (warp / 4);
     float acc[4][4] = {};
     if (D != Decay::per_key && c0 < m0 + 16) {
@@ -162,13 +167,15 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
     }
   // T = (I + A)⁻¹ (delta_chunk.cu: unit_lower_inverse), stored narrowed (FLA's solve_tril).
   // The backward (delta_chunk_stages.cuh) also takes it from here.
-  bf16* Tg = work.Tn ? static_cast<bf16*>(work.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk
-                     : nullptr;
-  unit_lower_inverse(A, lda, [&](int t, int j, float x) {
-    const bf16 y = __float2bfloat16_rn(x);
-    tn[t * ldc + j] = y;
-    if (Tg) Tg[t * kChunk + j] = y;
-  });
+  if constexpr (!GIVEN_T) {
+    bf16* Tg = work.Tn ? static_cast<bf16*>(work.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk
+                       : nullptr;
+    unit_lower_inverse(A, lda, [&](int t, int j, float x) {
+      const bf16 y = __float2bfloat16_rn(x);
+      tn[t * ldc + j] = y;
+      if (Tg) Tg[t * kChunk + j] = y;
+    });
+  }
   __syncthreads();
   // W = T (β ⊙ K ⊙ e^{b}),  U = T (β ⊙ V), stored narrowed (FLA's w, u). T is unit
   // lower triangular: k-steps past the warp's row strip are exact zeros.
@@ -213,10 +220,10 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
   for (int i = threadIdx.x; i < kChunk * s.Kg; i += blockDim.x) Gg[i] = bg[(i / s.Kg) * ldg + i % s.Kg];
 }
 
-inline std::size_t ut_smem(const Shape& s, bool separate_w) {
+inline std::size_t ut_smem(const Shape& s, bool separate_w, bool given_t = false) {
   return tile_bytes<bf16>(kChunk, s.K) * (separate_w ? 2 : 1) + tile_bytes<bf16>(kChunk, s.V) +
-         tile_bytes<bf16>(kChunk, kChunk) + tile_bytes<float>(kChunk, kChunk) + tile_bytes<float>(kChunk, s.Kg) +
-         2 * tile_bytes<float>(1, kChunk);
+         tile_bytes<bf16>(kChunk, kChunk) + (given_t ? 0 : tile_bytes<float>(kChunk, kChunk)) +
+         tile_bytes<float>(kChunk, s.Kg) + 2 * tile_bytes<float>(1, kChunk);
 }
 
 // ---------------------------------------------------------------- stage 2
@@ -332,7 +339,7 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
     // narrow(S) to global memory, 16 bytes a lane from the tile: stored by each lane
     // from its accumulators instead, 4 bytes at a time (half a 32-byte sector per
     // quad and store), the backward's bf16 copy cost its recomputing pass +85 %
-    // (H100, docs/gpu-delta-backward-speed.md).
+    // (H100, docs/gpu-delta-backward-speed-history.md).
     store_rows(static_cast<bf16*>(work.Hs) + hn, V, hs, ldb, K, BV);
     // Δ = narrow(U − W h_n), a 16 × 8 tile per warp at a time.
     const bf16* Wt = at(Wb0, buf);

@@ -44,6 +44,9 @@ struct Work {
   void* D;             // E [BH][Tp][V]     Δ (FLA's v_new); rows past T not written
   void* WD;            // E [BH][Tp][K]     write keys decayed to the chunk end, narrow(w ⊙ e^{b_last − b})
   void* Tn = nullptr;  // optional E [BH][NT][64][64]: the narrowed UT inverse T = (I + A)⁻¹
+  // Tn already holds the inverses (the forward's, kept): stage 1 reads them instead of
+  // forming A and inverting it (FLA's backward: recompute_w_u_fwd from the saved A).
+  bool t_given = false;
 };
 
 // Stage 1 (ut_transform, grid chunks × B·H) and stage 2 (state_pass, grid V-tiles

@@ -8,12 +8,16 @@ struct StateTiling {
   int bv = 16, split = 1;
   bool cluster = false;
 };
+// The default: 32 columns a block where V allows (the fastest of the five on the H200,
+// 2026-12-06: docs/gpu-delta-backward-speed.md, "The state pass's column tilings
+// measured"), else 16.
 inline StateTiling state_tiling(int V) {
   const char* e = std::getenv("TTR_GPU_STATE_BV");
   const std::string t = e ? e : "";
-  if (t.empty() || t == "16") return {};
+  const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to 16 columns
+  if (t.empty()) return wide ? StateTiling{32, 1, false} : StateTiling{};
+  if (t == "16") return {};
   if (t == "16c") return {16, 1, true};
-  const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to the default
   if (t == "32") return wide ? StateTiling{32, 1, false} : StateTiling{};
   if (t == "32x2") return wide ? StateTiling{32, 2, false} : StateTiling{};
   if (t == "32x2c") return wide ? StateTiling{32, 2, true} : StateTiling{};

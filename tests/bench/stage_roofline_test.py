@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tests of bench/gpu/stage_roofline.py against independent expectations: the stages'
-FLOP add up to the per-pass totals stated in docs/gpu-delta-backward-speed.md (forward
+FLOP add up to the per-pass totals stated in docs/gpu-delta-backward-speed-history.md (forward
 2C²(3K+2V) + 6CKV, backward 22C²K + 10C²V + 16CKV + 4C³ per chunk); one stage's traffic
 counted by hand; a stage log's medians; a stage run at its floor; bad arguments exit 2."""
 import contextlib

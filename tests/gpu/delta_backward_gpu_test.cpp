@@ -55,9 +55,10 @@ KernelCheckOptions backward_options() {
 }
 
 TensorMap<double> run_backward(const std::string& layer, Form form, Tier dtype, const TensorMap<double>& in,
-                               const Config& cfg) {
+                               const Config& cfg, bool keep_ut_inverse = false) {
   KernelOptions opt;
   opt.poison = true;
+  opt.keep_ut_inverse = keep_ut_inverse;
   return find_layer(layer).kernel(Backend::cuda, form, Direction::backward)->run(in, cfg, dtype, opt);
 }
 
@@ -187,6 +188,35 @@ TEST(CudaDeltaBackward, GateTermReadsTheStoredNarrowedState) {
         const std::vector<double>& dg = got.at("dg").data;
         for (std::size_t i = 0; i < dg.size(); ++i)
           ASSERT_EQ(dg[i], want) << layer << " " << c.name << " " << tier_name(dtype) << " dg[" << i << "]";
+      }
+    }
+}
+
+// The chunk backward reading the UT inverses its forward kept (DeltaBackwardArgs::
+// ut_inverse, FLA's saved A) instead of inverting again: the inverse is the same
+// kernel's output either way, so every gradient must be the same bits, for every
+// layer of the family (decay none, scalar, per key; Kaczmarz; the preconditioner's
+// own write key), both dtypes, the compiled K = V = 128 path and a run-time shape, a
+// partial last chunk, initial states and dht, the L2 norm in the kernel.
+TEST(CudaDeltaBackward, KeptUtInverseGivesTheSameGradients) {
+  TTR_REQUIRE_DEVICE();
+  Regime states;
+  states.optional_inputs = true;
+  for (const std::string& layer : backward_layers())
+    for (const auto& c : {VectorCase{"t130_k128", "", dims(1, 130, 2, 128, 128), states, {}},
+                          VectorCase{"t70_k32_v16_l2", "", dims(2, 70, 3, 32, 16), states,
+                                     {{"use_qk_l2norm_in_kernel", "true"}}}}) {
+      const LayerEntry& e = find_layer(layer);
+      const TensorMap<double> in = generate_backward_inputs(e.spec, c, 71);
+      const Config cfg = Config::make(e.spec, c.config);
+      for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+        const std::string what = fmt::format("{} {} {}", layer, c.name, tier_name(dtype));
+        const TensorMap<double> recomputed = run_backward(layer, Form::chunk, dtype, in, cfg);
+        const TensorMap<double> kept = run_backward(layer, Form::chunk, dtype, in, cfg, /*keep_ut_inverse=*/true);
+        ASSERT_EQ(recomputed.size(), kept.size()) << what;
+        test::expect_same_bits(recomputed, kept, what);
+        for (const auto& [name, t] : kept)
+          for (double x : t.data) ASSERT_TRUE(std::isfinite(x)) << what << " " << name;
       }
     }
 }

@@ -109,9 +109,9 @@ TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
   }
 }
 
-// The bf16 state pass's column tilings (TTR_GPU_STATE_BV: 16 columns a block, the
-// default; "32"; "32x2", two warps a 16-row strip; "16c" and "32x2c", a head's column
-// blocks as one cluster sharing the W tiles by multicast): each state element is the
+// The bf16 state pass's column tilings (TTR_GPU_STATE_BV: "16" columns a block; "32",
+// the default where V is a multiple of 32; "32x2", two warps a 16-row strip; "16c" and
+// "32x2c", a head's column blocks as one cluster sharing the W tiles by multicast): each state element is the
 // same sequence of mma steps in all of them, so o (which reads the stored chunk states
 // and Δ) and ht must agree bit for bit, for every decay (delta_rule: none, GDN:
 // scalar, KDA: per key), with initial states and a partial last chunk. The shapes
@@ -133,17 +133,17 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
       const Config cfg = Config::make(e.spec, c.config);
       TensorMap<double> base;
       {
-        const test::ScopedEnv tiling("TTR_GPU_STATE_BV", nullptr);  // the default, 16 columns
+        const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "16");
         base = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
       }
       ASSERT_TRUE(base.count("o") && base.count("ht")) << layer;
-      for (const char* v : {"32", "32x2", "16c", "32x2c"}) {
+      for (const char* v : {static_cast<const char*>(nullptr), "32", "32x2", "16c", "32x2c"}) {
         TensorMap<double> other;
         {
-          const test::ScopedEnv tiling("TTR_GPU_STATE_BV", v);
+          const test::ScopedEnv tiling("TTR_GPU_STATE_BV", v);  // nullptr: unset, the default
           other = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
         }
-        test::expect_same_bits(base, other, fmt::format("{} {} TTR_GPU_STATE_BV={}", layer, c.name, v));
+        test::expect_same_bits(base, other, fmt::format("{} {} TTR_GPU_STATE_BV={}", layer, c.name, v ? v : "(unset)"));
       }
       for (const auto& [name, t] : base)
         for (double x : t.data) ASSERT_TRUE(std::isfinite(x)) << layer << " " << c.name << " " << name;
