@@ -167,16 +167,15 @@ __global__ void __launch_bounds__(kThreads) ut_transform(Shape s, const bf16* __
     }
   // T = (I + A)⁻¹ (delta_chunk.cu: unit_lower_inverse), stored narrowed (FLA's solve_tril).
   // The backward (delta_chunk_stages.cuh) also takes it from here.
-  if constexpr (!GIVEN_T) {
-    bf16* Tg = work.Tn ? static_cast<bf16*>(work.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk
-                       : nullptr;
-    unit_lower_inverse(A, lda, [&](int t, int j, float x) {
-      const bf16 y = __float2bfloat16_rn(x);
-      tn[t * ldc + j] = y;
-      if (Tg) Tg[t * kChunk + j] = y;
-    });
-  }
+  if constexpr (!GIVEN_T)
+    unit_lower_inverse(A, lda, [&](int t, int j, float x) { tn[t * ldc + j] = __float2bfloat16_rn(x); });
   __syncthreads();
+  // Kept for the backward from the tile, 16 bytes a thread (stored as the inverse
+  // formed it, 2 bytes an entry, it was 64 scattered stores a thread).
+  if constexpr (!GIVEN_T)
+    if (work.Tn)
+      store_rows(static_cast<bf16*>(work.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk, kChunk, tn,
+                 ldc, kChunk, kChunk);
   // W = T (β ⊙ K ⊙ e^{b}),  U = T (β ⊙ V), stored narrowed (FLA's w, u). T is unit
   // lower triangular: k-steps past the warp's row strip are exact zeros.
   {

@@ -58,8 +58,11 @@ inline std::size_t wy_smem(const Shape& s, bool own_w) {
 // write key of its own (a.w, in a tile beside k), a compile-time switch so that the
 // layers whose write key is k keep their registers (run time, it spilled 16 more
 // bytes in the scalar-gate bf16 kernel at K = V = 128).
+// At most 128 registers a thread, so that two blocks fit a multiprocessor wherever
+// their shared memory does (bf16, K = V = 128; the run-time-shape bf16 kernel took
+// 130 and one block without the bound).
 template <class E, Decay D, int KV = 0, bool OWN_W = false>
-__global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
+__global__ void __launch_bounds__(kThreads, 2) wy(Args<E> a, Work w) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int ldc = padded_ld<E>(kChunk), ldp = padded_ld<float>(kChunk);
   const Shape& s = a.s;
@@ -116,12 +119,15 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   const bool exp_unmasked = mutated(a.mutant, Mutant::backward_gate_exp_unmasked);
   const bool dg_exclusive = mutated(a.mutant, Mutant::dg_revcumsum_exclusive);
   const float dbeta_sign = mutated(a.mutant, Mutant::dbeta_sign_flipped) ? -1.0f : 1.0f;
+  // Two copy groups: what dbv = Tᵀ dΔ reads (T, dΔ, and v for dβ) lands first, and
+  // the keys, dWy and the gates land while it runs.
   load_rows_async(Tt, ldc, static_cast<const E*>(w.fwd.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk,
                   kChunk, kChunk, kChunk, kChunk);
+  load_rows_async(dDt, ldv, static_cast<const E*>(w.dD) + wrow * V, V, kChunk, c, V);
+  load_rows_async(bvt, ldv, a.v + row0 * V, rs * V, kChunk, c, V);
+  cp_async_commit();
   load_rows_async(kt, ldk, a.k + row0 * K, rs * K, kChunk, c, K);
   if constexpr (OWN_W) load_rows_async(wkt, ldk, a.w + row0 * K, rs * K, kChunk, c, K);
-  load_rows_async(bvt, ldv, a.v + row0 * V, rs * V, kChunk, c, V);
-  load_rows_async(dDt, ldv, static_cast<const E*>(w.dD) + wrow * V, V, kChunk, c, V);
   load_rows_async(dWyt, ldk, static_cast<const E*>(w.dWy) + wrow * K, K, kChunk, c, K);
   if constexpr (D == Decay::scalar) load_flat_async(bg, w.fwd.G + wrow, kChunk);
   cp_async_commit();
@@ -129,8 +135,36 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
     const int t = threadIdx.x;
     bt[t] = t < c ? beta_used(a, a.k + (row0 + t * rs) * K, Elem<E>::to_float(a.beta[row0 + t * rs])) : 0.0f;
   }
-  cp_async_wait<0>();
+  cp_async_wait<1>();
   __syncthreads();
+
+  float* dbg = D == Decay::per_key ? w.dbp + wrow * K : nullptr;  // per key: db accumulates in place
+  float betar[2] = {0.0f, 0.0f};                                  // dβ, rows m0 + g, m0 + g + 8
+  [[maybe_unused]] float dbr[2] = {0.0f, 0.0f};                  // scalar db rows
+  // dbv = Tᵀ dΔ (Tᵀ upper triangular: k-steps before the strip are zeros) → dv, dβ.
+  // v for dβ comes from its tile, still as loaded: read from global memory after
+  // the dv stores (which may alias it, as far as the compiler knows) each pair
+  // cost a round trip to memory in series.
+  for (int i = 0; i < 4; ++i) {
+    const int n0 = 16 * (half + 2 * i);
+    if (n0 >= V) break;
+    Unit acc;
+    zero(acc);
+    for (int s0 = m0; s0 < kChunk; s0 += 16) mma16<true, false>(acc, Tt, ldc, m0, dDt, ldv, n0, s0);
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int t = m0 + L.g + 8 * hf, col = n0 + 8 * j + 2 * L.q;
+        if (t >= c) continue;
+        const float d0 = acc[j][2 * hf], d1 = acc[j][2 * hf + 1];
+        st_pair(a.dv + (row0 + t * rs) * V + col, bt[t] * d0, bt[t] * d1);
+        const float2 vv = ld_pair(bvt + t * ldv + col);
+        betar[hf] = fmaf(d1, vv.y, fmaf(d0, vv.x, betar[hf]));
+      }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the second group landed; every warp is done reading v as loaded
   const float* Gk = w.fwd.G + wrow * K;  // per-key gates [t][K] (global)
   auto gate = [&](int t, int d) {
     if constexpr (D == Decay::scalar) return bg[t];
@@ -150,30 +184,6 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
     st_pair(bvt + t * ldv + j, bt[t] * x.x, bt[t] * x.y);
   }
   __syncthreads();
-
-  float* dbg = D == Decay::per_key ? w.dbp + wrow * K : nullptr;  // per key: db accumulates in place
-  float betar[2] = {0.0f, 0.0f};                                  // dβ, rows m0 + g, m0 + g + 8
-  [[maybe_unused]] float dbr[2] = {0.0f, 0.0f};                  // scalar db rows
-  // dbv = Tᵀ dΔ (Tᵀ upper triangular: k-steps before the strip are zeros) → dv, dβ.
-  for (int i = 0; i < 4; ++i) {
-    const int n0 = 16 * (half + 2 * i);
-    if (n0 >= V) break;
-    Unit acc;
-    zero(acc);
-    for (int s0 = m0; s0 < kChunk; s0 += 16) mma16<true, false>(acc, Tt, ldc, m0, dDt, ldv, n0, s0);
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int t = m0 + L.g + 8 * hf, col = n0 + 8 * j + 2 * L.q;
-        if (t >= c) continue;
-        const float d0 = acc[j][2 * hf], d1 = acc[j][2 * hf + 1];
-        const std::int64_t at = (row0 + t * rs) * V + col;
-        st_pair(a.dv + at, bt[t] * d0, bt[t] * d1);
-        const float2 vv = ld_pair(a.v + at);
-        betar[hf] = fmaf(d1, vv.y, fmaf(d0, vv.x, betar[hf]));
-      }
-  }
   // dT = dΔ bvᵀ + dWy bkᵀ on s < t (units above the diagonal: zeros), kept in
   // registers until every warp is done reading dΔ and bv when dT goes over them.
   Unit dTacc[2];
@@ -346,6 +356,17 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
   for (int i = 0; i < 4; ++i) {
     const int n0 = 16 * (half + 2 * i);
     if (n0 >= K) continue;
+    // This unit's dWk pairs, loaded before its products: read after the stores of
+    // the previous unit (which may alias them, as far as the compiler knows), each
+    // was a round trip to memory in series.
+    float2 dwk[2][2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int t = m0 + L.g + 8 * hf, d = n0 + 8 * j + 2 * L.q;
+        dwk[j][hf] = t < c ? *reinterpret_cast<const float2*>(dWk + t * K + d) : make_float2(0.0f, 0.0f);
+      }
     Unit dw2;
     zero(dw2);
     if constexpr (D != Decay::per_key) {
@@ -358,7 +379,7 @@ __global__ void __launch_bounds__(kThreads) wy(Args<E> a, Work w) {
       for (int e = 0; e < 4; ++e) {
         const int t = unit_row(L, m0, e), d = unit_col(L, n0, j, e);
         if (t >= c) continue;
-        float dkv = dk[i][j][e], dwv = dWk[t * K + d] + dw2[j][e];
+        float dkv = dk[i][j][e], dwv = (e % 2 ? dwk[j][e / 2].y : dwk[j][e / 2].x) + dw2[j][e];
         if constexpr (D == Decay::per_key) dkv += dXp[t * ldf + d], dwv += dYp[t * ldf + d];
         const std::int64_t at = (row0 + t * rs) * K + d;
         if constexpr (OWN_W) a.out.dk[at] = narrow<E>(dkv), a.out.dw[at] = narrow<E>(dwv);
