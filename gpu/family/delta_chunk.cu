@@ -132,6 +132,8 @@ void stage1(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
 // one cluster of 2, 4 or 8 (the largest that divides V/BV) that shares each chunk's
 // W tiles by multicast. All give the same bits (their check:
 // CudaDelta.StatePassTilingsGiveTheSameBits); the clusters measured slowest.
+// The 32-column tilings hold three chunks' inputs (two chunks of lookahead for the
+// loads; the same bits), the others two: TTR_GPU_STATE_STAGES=2|3 sets it.
 // fp32: 16 columns, double-buffered where shared memory allows.
 #include "gpu/family/delta_state_tiling.cuh"
 
@@ -144,12 +146,12 @@ void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
     with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
       if (t.bv == 32 && t.split == 2) {
-        if (cx > 1) return launch_bf16_state_pass<D, 32, KV, 2, true>(a, s, work, BH, stream, cx);
-        return launch_bf16_state_pass<D, 32, KV, 2>(a, s, work, BH, stream);
+        if (cx > 1) return launch_bf16_state_pass<D, 32, KV, 2, true>(a, s, work, BH, stream, 2, cx);
+        return launch_bf16_state_pass<D, 32, KV, 2>(a, s, work, BH, stream, t.stages);
       }
-      if (t.bv == 32) return launch_bf16_state_pass<D, 32, KV, 1>(a, s, work, BH, stream);
-      if (cx > 1) return launch_bf16_state_pass<D, 16, KV, 1, true>(a, s, work, BH, stream, cx);
-      launch_bf16_state_pass<D, 16, KV, 1>(a, s, work, BH, stream);
+      if (t.bv == 32) return launch_bf16_state_pass<D, 32, KV, 1>(a, s, work, BH, stream, t.stages);
+      if (cx > 1) return launch_bf16_state_pass<D, 16, KV, 1, true>(a, s, work, BH, stream, 2, cx);
+      launch_bf16_state_pass<D, 16, KV, 1>(a, s, work, BH, stream, t.stages);
     });
   } else {
     const int bv2 = 16;

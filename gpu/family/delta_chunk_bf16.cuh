@@ -236,9 +236,11 @@ inline std::size_t ut_smem(const Shape& s, bool separate_w, bool given_t = false
 // BV = 16. CLUSTER: the column blocks of a head run as one thread-block cluster and
 // share the chunk's W and W ⊙ e^{b_last−b} tiles, each block fetching 64/size of their
 // rows for all (gpu/core/cluster.cuh): the L2 reads of W fall by the cluster's size.
+// `stages` buffers of the per-chunk inputs (2 or 3: chunk n + 1, or n + 1 and n + 2,
+// load while n computes; the clusters take 2).
 template <Decay D, int BV, int KV = 0, int SPLIT = 1, bool CLUSTER = false>
 __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const float* __restrict__ h0,
-                                                              float* __restrict__ ht, Work work) {
+                                                              float* __restrict__ ht, Work work, int stages) {
   static_assert(SPLIT == 1 || SPLIT == 2, "one or two warps a strip");
   static_assert(BV % (16 * SPLIT) == 0, "whole 16-column units a warp");
   extern __shared__ __align__(128) unsigned char smem[];
@@ -257,9 +259,9 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
   bf16* Dt = arena.take<bf16>(kChunk, BV);
   // CLUSTER: one mbarrier a buffer, completing when the W tiles of its chunk have landed.
   [[maybe_unused]] std::uint64_t* full = CLUSTER ? arena.take<std::uint64_t>(1, 2) : nullptr;
-  // Two stages of the per-chunk inputs (chunk n + 1 loads by cp.async while n
-  // computes), addressed as base + buf · stride (no pointer arrays: they would
-  // live in local memory under a run-time index).
+  // `stages` buffers of the per-chunk inputs, loaded by cp.async ahead of their chunk,
+  // addressed as base + buf · stride (no pointer arrays: they would live in local
+  // memory under a run-time index).
   unsigned char* stage0 = arena.p;
   bf16* Wb0 = arena.take<bf16>(kChunk, K);
   bf16* wb0 = arena.take<bf16>(kChunk, K);
@@ -290,7 +292,7 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
   [[maybe_unused]] const int first_row = CLUSTER ? static_cast<int>(cluster::rank()) * share : 0;
   [[maybe_unused]] const auto everyone = static_cast<std::uint16_t>(CLUSTER ? (1u << cluster::size()) - 1 : 1);
   auto prefetch = [&](int n) {
-    const int t0 = n * kChunk, buf = n & 1;
+    const int t0 = n * kChunk, buf = n % stages;
     if constexpr (CLUSTER) {
       // Armed with both tiles' bytes here; the rows land from every block of the cluster.
       if (threadIdx.x == 0) cluster::arrive_expect_bytes(full + buf, 2u * kChunk * K * sizeof(bf16));
@@ -316,10 +318,13 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
     if (threadIdx.x == 0) cluster::mbarrier_init(full, 1), cluster::mbarrier_init(full + 1, 1), cluster::fence_mbarrier_init();
     cluster::sync();  // every block's mbarriers initialised before any copy signals them
   }
+  // Three stages: one group committed per chunk ahead (empty past the last), so that
+  // waiting for all but the newest group is waiting for this chunk's.
   if (NT > 0) prefetch(0);
+  if (stages == 3) NT > 1 ? prefetch(1) : cp_async_commit();
   if constexpr (CLUSTER) cluster::arrive();
   for (int n = 0; n < NT; ++n) {
-    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n & 1;
+    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n % stages;
     // h_n = narrow(S): the chunk-initial state as an operand, here, and stored from
     // this tile after the barrier. (hs was last read by the previous step's Δ
     // product, before its second barrier.)
@@ -330,11 +335,13 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
       st2(hs + r0 * ldb + col, pack_bf16(S[nt][0], S[nt][1]));
       st2(hs + r1 * ldb + col, pack_bf16(S[nt][2], S[nt][3]));
     }
-    cp_async_wait<0>();
+    if (stages == 3) cp_async_wait<1>();
+    else cp_async_wait<0>();
     if constexpr (CLUSTER) cluster::wait_phase(full + buf, (n >> 1) & 1);
     __syncthreads();  // chunk n's tiles and h_n visible; chunk n − 1's buffers free
     if constexpr (CLUSTER) cluster::wait();  // … in every block of the cluster
-    if (n + 1 < NT) prefetch(n + 1);
+    if (stages == 3) n + 2 < NT ? prefetch(n + 2) : cp_async_commit();
+    else if (n + 1 < NT) prefetch(n + 1);
     // narrow(S) to global memory, 16 bytes a lane from the tile: stored by each lane
     // from its accumulators instead, 4 bytes at a time (half a 32-byte sector per
     // quad and store), the backward's bf16 copy cost its recomputing pass +85 %
@@ -395,10 +402,10 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
 }
 
 template <Decay D>
-std::size_t state_smem(const Shape& s, int bv, bool cluster = false) {
+std::size_t state_smem(const Shape& s, int bv, bool cluster = false, int stages = 2) {
   return tile_bytes<bf16>(s.K, bv) + tile_bytes<bf16>(kChunk, bv) + (cluster ? tile_bytes<std::uint64_t>(1, 2) : 0) +
-         2 * (2 * tile_bytes<bf16>(kChunk, s.K) + tile_bytes<bf16>(kChunk, bv) +
-              tile_bytes<float>(1, D == Decay::per_key ? s.K : 4));
+         stages * (2 * tile_bytes<bf16>(kChunk, s.K) + tile_bytes<bf16>(kChunk, bv) +
+                   tile_bytes<float>(1, D == Decay::per_key ? s.K : 4));
 }
 
 // ---------------------------------------------------------------- stage 3

@@ -2,16 +2,30 @@
 // inside its namespace after delta_chunk_bf16.cuh and set_smem): TTR_GPU_STATE_BV, read
 // at every launch, chooses one, and launch_bf16_state_pass launches it, through a
 // thread-block cluster where its blocks share the W tiles (gpu/core/cluster.cuh).
+// TTR_GPU_STATE_STAGES (2 or 3) sets how many chunks' inputs the unclustered tilings
+// hold: with 3 each chunk's loads have two chunks' compute to land in. The default is 3
+// for the 32-column tilings (one block a multiprocessor at the benchmark's shape; H100,
+// 2026-12-06: the pass 0.52 -> 0.47 ms, docs/gpu-delta-backward-speed.md) and 2 for the
+// others (16 columns fit two blocks a multiprocessor with 2, one with 3: not measured).
 #pragma once
 
 struct StateTiling {
   int bv = 16, split = 1;
   bool cluster = false;
+  int stages = 2;
 };
+inline int state_stages(const StateTiling& tiling) {
+  const char* e = std::getenv("TTR_GPU_STATE_STAGES");
+  const std::string t = e ? e : "";
+  if (t.empty()) return tiling.bv == 32 && !tiling.cluster ? 3 : 2;
+  if (t == "2") return 2;
+  if (t == "3" && !tiling.cluster) return 3;
+  throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
+}
 // The default: 32 columns a block where V allows (the fastest of the five on the H200,
 // 2026-12-06: docs/gpu-delta-backward-speed.md, "The state pass's column tilings
 // measured"), else 16.
-inline StateTiling state_tiling(int V) {
+inline StateTiling column_tiling(int V) {
   const char* e = std::getenv("TTR_GPU_STATE_BV");
   const std::string t = e ? e : "";
   const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to 16 columns
@@ -24,6 +38,11 @@ inline StateTiling state_tiling(int V) {
   // A misspelt value would time the default under another name.
   throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 16c or 32x2c");
 }
+inline StateTiling state_tiling(int V) {
+  StateTiling t = column_tiling(V);
+  t.stages = state_stages(t);
+  return t;
+}
 // Blocks a cluster: the largest of 8, 4, 2 dividing the head's column blocks (1: none).
 inline unsigned cluster_blocks(int tiles) {
   for (unsigned c : {8u, 4u, 2u})
@@ -34,13 +53,15 @@ inline unsigned cluster_blocks(int tiles) {
 // CX blocks a cluster (CLUSTER; a divisor of V/BV, at least 2).
 template <Decay D, int BV, int KV, int SPLIT, bool CLUSTER = false>
 void launch_bf16_state_pass(const DeltaArgs& a, const Shape& s, const Work& work, unsigned BH, cudaStream_t stream,
-                            unsigned cx = 1) {
+                            int stages, unsigned cx = 1) {
   const dim3 grid(a.V / BV, BH), block(SPLIT * 2 * a.K);
-  const std::size_t sm2 = bf16k::state_smem<D>(s, BV, CLUSTER);
+  // Three stages where shared memory holds them (K = 128, 32 columns: 135 KB), else two.
+  if (stages == 3 && bf16k::state_smem<D>(s, BV, CLUSTER, 3) > static_cast<std::size_t>(max_smem_optin())) stages = 2;
+  const std::size_t sm2 = bf16k::state_smem<D>(s, BV, CLUSTER, stages);
   auto* kernel = bf16k::state_pass<D, BV, KV, SPLIT, CLUSTER>;
   set_smem(kernel, sm2);
   if constexpr (!CLUSTER) {
-    kernel<<<grid, block, sm2, stream>>>(s, a.h0, a.ht, work);
+    kernel<<<grid, block, sm2, stream>>>(s, a.h0, a.ht, work, stages);
   } else {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = sm2, cfg.stream = stream;
@@ -48,6 +69,6 @@ void launch_bf16_state_pass(const DeltaArgs& a, const Shape& s, const Work& work
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = cx, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
     cfg.attrs = &attr, cfg.numAttrs = 1;
-    TTR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, s, a.h0, a.ht, work));
+    TTR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, s, a.h0, a.ht, work, 2));
   }
 }

@@ -116,7 +116,8 @@ TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
 // and Δ) and ht must agree bit for bit, for every decay (delta_rule: none, GDN:
 // scalar, KDA: per key), with initial states and a partial last chunk. The shapes
 // give clusters of 8 and 4 (K = V = 128), 2 (V = 96, six 16-column blocks; its
-// three 32-column blocks take no cluster) and 4 and 2 (K = 32, V = 64).
+// three 32-column blocks take no cluster) and 4 and 2 (K = 32, V = 64). The unclustered
+// tilings again with two and with three buffers of chunk inputs (TTR_GPU_STATE_STAGES).
 TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
   TTR_REQUIRE_DEVICE();
   Regime states;
@@ -134,6 +135,7 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
       TensorMap<double> base;
       {
         const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "16");
+        const test::ScopedEnv stages("TTR_GPU_STATE_STAGES", "2");
         base = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
       }
       ASSERT_TRUE(base.count("o") && base.count("ht")) << layer;
@@ -145,14 +147,38 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
         }
         test::expect_same_bits(base, other, fmt::format("{} {} TTR_GPU_STATE_BV={}", layer, c.name, v ? v : "(unset)"));
       }
+      // Two or three buffers of the chunk inputs: the same steps, loads issued earlier.
+      for (const char* n : {"2", "3"})
+        for (const char* v : {"16", "32", "32x2"}) {
+          TensorMap<double> other;
+          {
+            const test::ScopedEnv tiling("TTR_GPU_STATE_BV", v);
+            const test::ScopedEnv stages("TTR_GPU_STATE_STAGES", n);
+            other = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
+          }
+          test::expect_same_bits(base, other,
+                                 fmt::format("{} {} TTR_GPU_STATE_BV={} TTR_GPU_STATE_STAGES={}", layer, c.name, v, n));
+        }
       for (const auto& [name, t] : base)
         for (double x : t.data) ASSERT_TRUE(std::isfinite(x)) << layer << " " << c.name << " " << name;
     }
   // A value it does not know is refused, not timed as the default under another name.
   const LayerEntry& gdn = find_layer("gated_delta_rule");
   const TensorMap<double> in = generate_inputs(gdn.spec, cases[0], 61);
-  const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "64");
-  EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, Config::make(gdn.spec, cases[0].config)));
+  const Config gcfg = Config::make(gdn.spec, cases[0].config);
+  {
+    const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "64");
+    EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, gcfg));
+  }
+  {
+    const test::ScopedEnv stages("TTR_GPU_STATE_STAGES", "4");
+    EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, gcfg));
+  }
+  {  // the clusters' handshake is written for two buffers
+    const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "16c");
+    const test::ScopedEnv stages("TTR_GPU_STATE_STAGES", "3");
+    EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, gcfg));
+  }
 }
 
 // A planted bug must fail: the chunk kernel's output against the oracle of
