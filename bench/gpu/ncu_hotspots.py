@@ -2,24 +2,31 @@
 """Where each profiled kernel's warps wait, from an ncu report, as short text.
 
   ncu -i REP --page source --print-source cuda --csv > source.csv
+  ncu -i REP --page source --print-source sass --csv > sass.csv
   ncu -i REP --page raw --csv > raw.csv
-  python3 bench/gpu/ncu_hotspots.py source.csv raw.csv [--top 25]
+  python3 bench/gpu/ncu_hotspots.py source.csv raw.csv [--sass sass.csv] [--top 25]
 
 Prints, per kernel: its stall reasons (the raw page's
 smsp__average_warp_latency_issue_stalled_* / smsp__pcsamp_* ratios, largest
-first) and its `--top` source lines by warp-stall samples, with the line's
-text. The report itself is usually too large to bring back from the lent GPU
-machine; this is what scripts/device-gdn-bench keeps of it.
+first), its `--top` source lines by warp-stall samples with the line's text, and
+from the SASS view its samples by opcode and its `--top` instructions. The
+report itself is usually too large to bring back from the lent GPU machine; this
+is what scripts/device-gdn-bench keeps of it. (The CUDA view of the lent machine's
+ncu, with CUDA 13.0, came back with source text and no metric columns on
+2026-12-06; the SASS view carries the samples per instruction whatever the source
+correlation.)
 """
 import argparse
 import csv
+import os
 import re
 import sys
 
 
 def source_hotspots(path, top):
     """Rows of `ncu --page source --print-source cuda --csv`: per kernel a
-    'Function Name' row, per source file a 'File Path' row, a header row (its line
+    'Function Name' row (where the version writes one), per source file a 'File Path'
+    or 'File Name' row, a header row (its line
     column 'Line No' or '#', a 'Source' column, the metrics), then one row per
     source line (rows with an empty line number are SASS under the line before:
     skipped). Columns are found by name: the layout varies between ncu versions."""
@@ -33,7 +40,7 @@ def source_hotspots(path, top):
             if head in ("Function Name", "Kernel Name") and len(row) > 1:
                 kernel, cols = row[1], None
                 continue
-            if head == "File Path" and len(row) > 1:
+            if head in ("File Path", "File Name") and len(row) > 1:
                 file, cols = row[1], None
                 continue
             if "Source" in row and any(c.startswith("Warp Stall Sampling (All") for c in row):
@@ -42,7 +49,7 @@ def source_hotspots(path, top):
                 stall_col = next(i for n, i in header.items() if n.startswith("Warp Stall Sampling (All"))
                 cols = (line_col, stall_col, header["Source"])
                 continue
-            if cols is None or kernel is None:
+            if cols is None:
                 continue
             line_col, stall_col, source_col = cols
             if max(line_col, stall_col) >= len(row) or not row[line_col].strip().isdigit():
@@ -51,16 +58,72 @@ def source_hotspots(path, top):
                 n = float(row[stall_col].replace(",", "").strip() or 0)
             except ValueError:
                 continue
+            if n <= 0:  # lines without samples (comments, declarations) rank nowhere
+                continue
             text = row[source_col].strip() if source_col < len(row) else ""
             where = f"{(file or '?').rsplit('/', 1)[-1]}:{row[line_col].strip()}"
-            out.setdefault(kernel, []).append((n, where, text))
+            # (without kernel rows, as the lent machine's ncu writes the page: per file)
+            out.setdefault(kernel or (file or "?"), []).append((n, where, text))
     if not out:
-        print("(no source rows with warp-stall samples found)")
+        print("(no source rows with warp-stall samples found: the CUDA view carried no metric columns)")
     for kernel, rows in out.items():
         total = sum(r[0] for r in rows) or 1.0
         print(f"== {kernel[:110]}\n   warp-stall samples by source line (top {top}, {total:.0f} in all)")
         for n, where, text in sorted(rows, key=lambda r: -r[0])[:top]:
             print(f"   {100 * n / total:5.1f}%  {where:>24}  {text[:100]}")
+
+
+KERNEL_LABELS = ("Kernel Name", "Function Name", "Function", "Kernel")
+
+
+def opcode(instruction):
+    """The opcode of a SASS line, without its predicate and modifiers: '@!P0 LDG.E.64 R2, …' → LDG."""
+    tok = instruction.split()
+    if tok and tok[0].startswith("@"):
+        tok = tok[1:]
+    return tok[0].split(".")[0] if tok else "?"
+
+
+def sass_hotspots(path, top):
+    """Rows of `ncu --page source --print-source sass --csv`: a kernel's name row
+    (first cell one of KERNEL_LABELS), a header row with 'Address', 'Source' and the
+    'Warp Stall Sampling (All Samples)' column, then one row per instruction. Columns
+    are found by name. Prints, per kernel, the samples by opcode and the `top`
+    instructions."""
+    out = {}
+    kernel, cols = "?", None
+    with open(path, newline="", errors="replace") as f:
+        for row in csv.reader(f):
+            if not row:
+                continue
+            head = row[0].strip().strip('"')
+            if head in KERNEL_LABELS and len(row) > 1:
+                kernel, cols = row[1], None
+                continue
+            if "Address" in row and "Source" in row and any(c.startswith("Warp Stall Sampling (All") for c in row):
+                stall = next(i for i, n in enumerate(row) if n.startswith("Warp Stall Sampling (All"))
+                cols = (row.index("Address"), row.index("Source"), stall)
+                continue
+            if cols is None or max(cols) >= len(row):
+                continue
+            try:
+                n = float(row[cols[2]].replace(",", "").strip() or 0)
+            except ValueError:
+                continue
+            if n > 0:
+                out.setdefault(kernel, []).append((n, row[cols[0]].strip(), row[cols[1]].strip()))
+    if not out:
+        print("(no SASS rows with warp-stall samples found)")
+    for kernel, rows in out.items():
+        total = sum(r[0] for r in rows) or 1.0
+        by_op = {}
+        for n, _, text in rows:
+            by_op[opcode(text)] = by_op.get(opcode(text), 0.0) + n
+        ops = ", ".join(f"{o} {100 * v / total:.1f}%" for o, v in sorted(by_op.items(), key=lambda kv: -kv[1])[:10])
+        print(f"== {kernel[:110]}\n   warp-stall samples by opcode ({total:.0f} in all): {ops}")
+        print(f"   top {top} instructions:")
+        for n, addr, text in sorted(rows, key=lambda r: -r[0])[:top]:
+            print(f"   {100 * n / total:5.1f}%  {addr:>8}  {text[:100]}")
 
 
 def stall_reasons(path, top=12):
@@ -95,11 +158,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source_csv")
     ap.add_argument("raw_csv", nargs="?")
+    ap.add_argument("--sass", help="the SASS view (--print-source sass --csv)")
     ap.add_argument("--top", type=int, default=25)
     a = ap.parse_args()
+    for p in (a.source_csv, a.raw_csv, a.sass):
+        if p and not os.path.isfile(p):
+            print(f"ncu_hotspots: '{p}' is not a file", file=sys.stderr)
+            return 2
     if a.raw_csv:
         stall_reasons(a.raw_csv)
     source_hotspots(a.source_csv, a.top)
+    if a.sass:
+        sass_hotspots(a.sass, a.top)
     return 0
 
 
