@@ -150,8 +150,6 @@ void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
         return launch_bf16_state_pass<D, 32, KV, 2>(a, s, work, BH, stream, t.stages);
       }
       if (t.bv == 32) return launch_bf16_state_pass<D, 32, KV, 1>(a, s, work, BH, stream, t.stages);
-      if (t.bv == 64 && t.split == 2) return launch_bf16_state_pass<D, 64, KV, 2>(a, s, work, BH, stream, t.stages);
-      if (t.bv == 64) return launch_bf16_state_pass<D, 64, KV, 1>(a, s, work, BH, stream, t.stages);
       if (cx > 1) return launch_bf16_state_pass<D, 16, KV, 1, true>(a, s, work, BH, stream, 2, cx);
       launch_bf16_state_pass<D, 16, KV, 1>(a, s, work, BH, stream, t.stages);
     });

@@ -17,7 +17,7 @@ struct StateTiling {
 inline int state_stages(const StateTiling& tiling) {
   const char* e = std::getenv("TTR_GPU_STATE_STAGES");
   const std::string t = e ? e : "";
-  if (t.empty()) return tiling.bv >= 32 && !tiling.cluster ? 3 : 2;
+  if (t.empty()) return tiling.bv == 32 && !tiling.cluster ? 3 : 2;
   if (t == "2") return 2;
   if (t == "3" && !tiling.cluster) return 3;
   throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
@@ -25,23 +25,18 @@ inline int state_stages(const StateTiling& tiling) {
 // The default: 32 columns a block where V allows (the fastest of the five on the H200,
 // 2026-12-06: docs/gpu-delta-backward-speed.md, "The state pass's column tilings
 // measured"), else 16.
-inline StateTiling column_tiling_default(int V) { return V % 32 == 0 ? StateTiling{32, 1, false} : StateTiling{}; }
 inline StateTiling column_tiling(int V) {
   const char* e = std::getenv("TTR_GPU_STATE_BV");
   const std::string t = e ? e : "";
   const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to 16 columns
-  const bool wider = V % 64 == 0;  // else the 64-column ones fall back to the default
-  if (t.empty()) return column_tiling_default(V);
+  if (t.empty()) return wide ? StateTiling{32, 1, false} : StateTiling{};
   if (t == "16") return {};
   if (t == "16c") return {16, 1, true};
   if (t == "32") return wide ? StateTiling{32, 1, false} : StateTiling{};
   if (t == "32x2") return wide ? StateTiling{32, 2, false} : StateTiling{};
   if (t == "32x2c") return wide ? StateTiling{32, 2, true} : StateTiling{};
-  // 64 columns: a head's W tiles read twice a chunk from L2 (V = 128), half the blocks.
-  if (t == "64") return wider ? StateTiling{64, 1, false} : column_tiling_default(V);
-  if (t == "64x2") return wider ? StateTiling{64, 2, false} : column_tiling_default(V);
   // A misspelt value would time the default under another name.
-  throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 64, 64x2, 16c or 32x2c");
+  throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 16c or 32x2c");
 }
 inline StateTiling state_tiling(int V) {
   StateTiling t = column_tiling(V);
