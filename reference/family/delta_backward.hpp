@@ -65,7 +65,7 @@ void delta_sequence_backward_definition(const DeltaSequence<T>& s, std::int64_t 
                              std::int64_t checkpoint_every = 0) {
   const T zero = from_double<T>(0.0);
   const std::size_t KV = static_cast<std::size_t>(K) * V;
-  const std::int64_t C = delta_checkpoint_spacing(len, checkpoint_every);
+  const std::int64_t C = checkpoint_spacing(len, checkpoint_every);
   const std::int64_t segments = (len + C - 1) / C;
   const std::int64_t last0 = (segments - 1) * C;  // first token of the last segment
   std::vector<T> d(K, from_double<T>(1.0)), u(V), ddelta(V), du(V);

@@ -87,7 +87,7 @@ void delta_sequence_backward_scaled(const DeltaSequence<T>& s, std::int64_t len,
   using delta_scaled::decay_row;
   const T zero = from_double<T>(0.0), one = from_double<T>(1.0);
   const std::size_t KV = static_cast<std::size_t>(K) * V;
-  const std::int64_t C = delta_checkpoint_spacing(len, checkpoint_every);
+  const std::int64_t C = checkpoint_spacing(len, checkpoint_every);
   const std::int64_t segments = (len + C - 1) / C;
   const std::int64_t last0 = (segments - 1) * C;
   const std::size_t n_ckpt = static_cast<std::size_t>(std::max<std::int64_t>(segments - 1, 0));

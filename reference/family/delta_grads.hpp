@@ -1,5 +1,5 @@
-// What the delta core's adjoint returns, and how it spaces its checkpoints: shared by
-// its two layouts (delta_backward.hpp, the definition's operations; and
+// What the delta core's adjoint returns, and how it spaces its checkpoints
+// (checkpoint_spacing.hpp): shared by its two layouts (delta_backward.hpp, the definition's operations; and
 // delta_backward_scaled.hpp, fewer operations for the high-precision tiers).
 #pragma once
 
@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "reference/core/tensor.hpp"
+#include "reference/family/checkpoint_spacing.hpp"
 
 namespace ttr {
 
@@ -21,13 +22,5 @@ template <class T>
 struct DeltaGradSequence {
   SeqView<T> dq, dk, dw, dv, dbeta, dg;  // dg: [T] or [T, K]; unused for Decay::none
 };
-
-// The checkpoint spacing for a sequence of `len` tokens (every = 0: ⌈√len⌉).
-inline std::int64_t delta_checkpoint_spacing(std::int64_t len, std::int64_t every) {
-  if (every > 0) return std::min(every, std::max<std::int64_t>(len, 1));
-  std::int64_t c = 1;
-  while (c * c < len) ++c;
-  return c;
-}
 
 }  // namespace ttr

@@ -18,23 +18,14 @@
 // private type stays as a second, unfused MPFR arithmetic.
 #include <gtest/gtest.h>
 
-#include <boost/multiprecision/mpfr.hpp>
 #include <cstring>
 #include <string>
 
 #include "reference/family/delta_backward.hpp"
 #include "tests/support/delta_backward_every_state.hpp"
 #include "tests/support/make_inputs.hpp"
+#include "tests/support/mpfr256.hpp"
 
-using mpfr256 = boost::multiprecision::number<boost::multiprecision::mpfr_float_backend<256>,
-                                              boost::multiprecision::et_off>;
-
-template <>
-struct ttr::scalar_traits<mpfr256> {
-  static std::string name() { return "mpfr256"; }
-  static mpfr256 from_double(double x) { return mpfr256(x); }  // exact
-  static double to_double(const mpfr256& x) { return x.convert_to<double>(); }
-};
 
 namespace {
 
@@ -45,21 +36,6 @@ Tensor<S> rand_t(ttr::Shape shape, std::uint64_t seed, double lo, double hi) {
   return ttr::test::uniform_as<S>(std::move(shape), seed, lo, hi);
 }
 
-template <class S>
-bool same_bits(const Tensor<S>& a, const Tensor<S>& b) {
-  if (a.shape != b.shape) return false;
-  for (std::size_t i = 0; i < a.data.size(); ++i) {
-    if constexpr (std::is_same_v<S, mpfr256>) {
-      const auto* x = a.data[i].backend().data();
-      const auto* y = b.data[i].backend().data();
-      if (!mpfr_equal_p(x, y) || mpfr_signbit(x) != mpfr_signbit(y) || mpfr_get_prec(x) != mpfr_get_prec(y))
-        return false;
-    } else if (std::memcmp(&a.data[i], &b.data[i], sizeof(S)) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
 
 template <class S>
 void one_case(ttr::Decay decay, std::int64_t T, bool preconditioned, bool states, std::uint64_t seed) {
@@ -85,13 +61,13 @@ void one_case(ttr::Decay decay, std::int64_t T, bool preconditioned, bool states
                  (states ? ", h0 and dht" : ""));
     ttr::DeltaGrads<S> got;
     ttr::delta_backward<S>(decay, q, k, w, v, beta, gp, h0p, scale, dout, dhtp, got, C);
-    EXPECT_TRUE(same_bits(got.dq, want.dq)) << "dq";
-    EXPECT_TRUE(same_bits(got.dk, want.dk)) << "dk";
-    EXPECT_TRUE(same_bits(got.dw, want.dw)) << "dw";
-    EXPECT_TRUE(same_bits(got.dv, want.dv)) << "dv";
-    EXPECT_TRUE(same_bits(got.dbeta, want.dbeta)) << "dbeta";
-    EXPECT_TRUE(same_bits(got.dg, want.dg)) << "dg";
-    EXPECT_TRUE(same_bits(got.dh0, want.dh0)) << "dh0";
+    EXPECT_TRUE(ttr::test::same_bits(got.dq, want.dq)) << "dq";
+    EXPECT_TRUE(ttr::test::same_bits(got.dk, want.dk)) << "dk";
+    EXPECT_TRUE(ttr::test::same_bits(got.dw, want.dw)) << "dw";
+    EXPECT_TRUE(ttr::test::same_bits(got.dv, want.dv)) << "dv";
+    EXPECT_TRUE(ttr::test::same_bits(got.dbeta, want.dbeta)) << "dbeta";
+    EXPECT_TRUE(ttr::test::same_bits(got.dg, want.dg)) << "dg";
+    EXPECT_TRUE(ttr::test::same_bits(got.dh0, want.dh0)) << "dh0";
   }
 }
 
