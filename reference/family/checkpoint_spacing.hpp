@@ -1,7 +1,8 @@
 // How the sequential adjoints space their state checkpoints (the delta core's,
 // delta_backward.hpp and delta_backward_scaled.hpp; the gated linear core's,
-// gated_linear_backward.hpp): a checkpoint every C tokens and one segment of C states
-// at a time, (⌈T/C⌉ + C)·K·V values instead of T·K·V, least at C = ⌈√T⌉.
+// gated_linear_backward.hpp; the Sherman–Morrison recursion's,
+// sherman_morrison_backward.hpp): a checkpoint every C tokens and one segment of C
+// states at a time, (⌈T/C⌉ + C)·(state) values instead of T·(state), least at C = ⌈√T⌉.
 #pragma once
 
 #include <algorithm>
