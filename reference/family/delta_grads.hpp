@@ -1,9 +1,9 @@
 // What the delta core's adjoint returns, and how it spaces its checkpoints
-// (checkpoint_spacing.hpp): shared by its two layouts (delta_backward.hpp, the definition's operations; and
-// delta_backward_scaled.hpp, fewer operations for the high-precision tiers).
+// (checkpoint_spacing.hpp): shared by its two layouts (delta_backward.hpp, the
+// definition's operations; and delta_backward_scaled.hpp, fewer operations for the
+// high-precision tiers).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 #include "reference/core/tensor.hpp"

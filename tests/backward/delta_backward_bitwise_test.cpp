@@ -9,16 +9,15 @@
 // and 17 and every checkpoint spacing C ∈ {1, 2, 3, ⌈√T⌉, T, T + 3}. Bit for bit means
 // the same IEEE bits (signed zeros included) and, in MPFR, the same value and sign.
 //
-// The MPFR case runs on a private type, mpfr256 below (MPFR at a fixed 256 bits,
-// no scalar_ops specialisation: generic primitives, each product and sum rounded
-// to 256 bits), not on ttr::mpfr_real. It was written when mpfr_real's fused
-// primitives were overloads found only after multiprecision.hpp (one binary could
-// hold two instantiations of the core); they are now a scalar_ops specialisation
-// that every caller sees (tests/precision/scalar_ops_order_test.cpp), and the
-// private type stays as a second, unfused MPFR arithmetic.
+// The MPFR case runs on a private type, mpfr256 (tests/support/mpfr256.hpp: MPFR
+// at a fixed 256 bits, no scalar_ops specialisation: generic primitives, each
+// product and sum rounded to 256 bits), not on ttr::mpfr_real. It was written when
+// mpfr_real's fused primitives were overloads found only after multiprecision.hpp
+// (one binary could hold two instantiations of the core); they are now a scalar_ops
+// specialisation that every caller sees (tests/precision/scalar_ops_order_test.cpp),
+// and the private type stays as a second, unfused MPFR arithmetic.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 
 #include "reference/family/delta_backward.hpp"
@@ -26,27 +25,21 @@
 #include "tests/support/make_inputs.hpp"
 #include "tests/support/mpfr256.hpp"
 
-
 namespace {
 
 using ttr::Tensor;
-
-template <class S>
-Tensor<S> rand_t(ttr::Shape shape, std::uint64_t seed, double lo, double hi) {
-  return ttr::test::uniform_as<S>(std::move(shape), seed, lo, hi);
-}
-
+using ttr::test::uniform_as;
 
 template <class S>
 void one_case(ttr::Decay decay, std::int64_t T, bool preconditioned, bool states, std::uint64_t seed) {
   constexpr std::int64_t B = 2, H = 2, K = 3, V = 4;
-  const Tensor<S> q = rand_t<S>({B, T, H, K}, seed, -1, 1), k = rand_t<S>({B, T, H, K}, seed + 1, -1, 1),
-                  w = preconditioned ? rand_t<S>({B, T, H, K}, seed + 2, -1, 1) : k,
-                  v = rand_t<S>({B, T, H, V}, seed + 3, -1, 1), beta = rand_t<S>({B, T, H}, seed + 4, 0, 1),
-                  g = decay == ttr::Decay::per_key ? rand_t<S>({B, T, H, K}, seed + 5, -0.5, 0)
-                                                   : rand_t<S>({B, T, H}, seed + 5, -0.5, 0),
-                  h0 = rand_t<S>({B, H, K, V}, seed + 6, -1, 1), dout = rand_t<S>({B, T, H, V}, seed + 7, -1, 1),
-                  dht = rand_t<S>({B, H, K, V}, seed + 8, -1, 1);
+  const Tensor<S> q = uniform_as<S>({B, T, H, K}, seed, -1, 1), k = uniform_as<S>({B, T, H, K}, seed + 1, -1, 1),
+                  w = preconditioned ? uniform_as<S>({B, T, H, K}, seed + 2, -1, 1) : k,
+                  v = uniform_as<S>({B, T, H, V}, seed + 3, -1, 1), beta = uniform_as<S>({B, T, H}, seed + 4, 0, 1),
+                  g = decay == ttr::Decay::per_key ? uniform_as<S>({B, T, H, K}, seed + 5, -0.5, 0)
+                                                   : uniform_as<S>({B, T, H}, seed + 5, -0.5, 0),
+                  h0 = uniform_as<S>({B, H, K, V}, seed + 6, -1, 1), dout = uniform_as<S>({B, T, H, V}, seed + 7, -1, 1),
+                  dht = uniform_as<S>({B, H, K, V}, seed + 8, -1, 1);
   const Tensor<S>* gp = decay == ttr::Decay::none ? nullptr : &g;
   const Tensor<S>* h0p = states ? &h0 : nullptr;
   const Tensor<S>* dhtp = states ? &dht : nullptr;
