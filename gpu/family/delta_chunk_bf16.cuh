@@ -291,8 +291,10 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
   [[maybe_unused]] const int share = CLUSTER ? kChunk / static_cast<int>(cluster::size()) : kChunk;
   [[maybe_unused]] const int first_row = CLUSTER ? static_cast<int>(cluster::rank()) * share : 0;
   [[maybe_unused]] const auto everyone = static_cast<std::uint16_t>(CLUSTER ? (1u << cluster::size()) - 1 : 1);
+  // The buffer of chunk n: stages is 2 or 3, so no run-time integer division (twice a chunk).
+  auto buffer_of = [stages](int n) { return stages == 3 ? n % 3 : n & 1; };
   auto prefetch = [&](int n) {
-    const int t0 = n * kChunk, buf = n % stages;
+    const int t0 = n * kChunk, buf = buffer_of(n);
     if constexpr (CLUSTER) {
       // Armed with both tiles' bytes here; the rows land from every block of the cluster.
       if (threadIdx.x == 0) cluster::arrive_expect_bytes(full + buf, 2u * kChunk * K * sizeof(bf16));
@@ -324,7 +326,7 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
   if (stages == 3) NT > 1 ? prefetch(1) : cp_async_commit();
   if constexpr (CLUSTER) cluster::arrive();
   for (int n = 0; n < NT; ++n) {
-    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n % stages;
+    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = buffer_of(n);
     // h_n = narrow(S): the chunk-initial state as an operand, here, and stored from
     // this tile after the barrier. (hs was last read by the previous step's Δ
     // product, before its second barrier.)
@@ -347,22 +349,46 @@ __global__ void __launch_bounds__(SPLIT* kThreads) state_pass(Shape s, const flo
     // quad and store), the backward's bf16 copy cost its recomputing pass +85 %
     // (H100, docs/gpu-delta-backward-speed-history.md).
     store_rows(static_cast<bf16*>(work.Hs) + hn, V, hs, ldb, K, BV);
-    // Δ = narrow(U − W h_n), a 16 × 8 tile per warp at a time.
+    // Δ = narrow(U − W h_n). Where the block has at least as many 16 × 16 output units
+    // as warps (32 columns and 8 warps: one each), a warp takes 16 rows × 16 columns: one
+    // A fragment and one B fragment of two n-tiles a step feed two independent mma, where
+    // two 16 × 8 units one after the other were a chain of 2K/16 dependent mma and twice
+    // the A loads (ncu, H100: the pass waits on those chains; docs/gpu-delta-backward-speed.md).
+    // Each element gets the same mma steps either way, so the same bits.
     const bf16* Wt = at(Wb0, buf);
     const bf16* Ut = at(Ub0, buf);
-    for (int u = warp; u < 4 * NT8; u += warps) {
-      const int m0 = (u / NT8) * 16, n0 = (u % NT8) * 8;
-      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int k0 = 0; k0 < K; k0 += 16) {
-        unsigned a[4], bb[2];
-        load_a(a, Wt, ldk, m0, k0);
-        load_b1(bb, hs, ldb, k0, n0);
-        mma_bf16(acc, a, bb);
-      }
+    auto delta_out = [&](const float (&acc)[4], int m0, int n0) {
       const int ta = m0 + gq, tb = ta + 8, col = n0 + 2 * qd;
       const float2 ua = unpack_bf16(ld2(Ut + ta * ldb + col)), ub = unpack_bf16(ld2(Ut + tb * ldb + col));
       st2(Dt + ta * ldb + col, pack_bf16(ua.x - acc[0], ua.y - acc[1]));
       st2(Dt + tb * ldb + col, pack_bf16(ub.x - acc[2], ub.y - acc[3]));
+    };
+    if (NT8 % 2 == 0 && 2 * NT8 >= warps) {
+      for (int u = warp; u < 2 * NT8; u += warps) {
+        const int m0 = (u / (NT8 / 2)) * 16, n0 = (u % (NT8 / 2)) * 16;
+        float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        for (int k0 = 0; k0 < K; k0 += 16) {
+          unsigned a[4], bb[4];
+          load_a(a, Wt, ldk, m0, k0);
+          load_b2(bb, hs, ldb, k0, n0);
+          mma_bf16(acc[0], a, bb);
+          mma_bf16(acc[1], a, bb + 2);
+        }
+        delta_out(acc[0], m0, n0);
+        delta_out(acc[1], m0, n0 + 8);
+      }
+    } else {
+      for (int u = warp; u < 4 * NT8; u += warps) {
+        const int m0 = (u / NT8) * 16, n0 = (u % NT8) * 8;
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int k0 = 0; k0 < K; k0 += 16) {
+          unsigned a[4], bb[2];
+          load_a(a, Wt, ldk, m0, k0);
+          load_b1(bb, hs, ldb, k0, n0);
+          mma_bf16(acc, a, bb);
+        }
+        delta_out(acc, m0, n0);
+      }
     }
     __syncthreads();  // Δ visible
     // Δ's valid rows to global memory from the tile (read here and by the update

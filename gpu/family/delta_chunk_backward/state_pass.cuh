@@ -77,8 +77,10 @@ __global__ void __launch_bounds__(SPLIT* kThreads) dstate_pass(Args<E> a, Work w
   const E* Mg = static_cast<const E*>(w.M) + wbase * kChunk;
   const float* Gg = w.fwd.G + wbase * s.Kg;
   const int len = s.len(b), NT = s.chunks(b);  // this sequence's chunks (varlen)
+  // The buffer of chunk n: stages is 1, 2 or 3, so no run-time integer division (twice a chunk).
+  auto buffer_of = [stages](int n) { return stages == 3 ? n % 3 : stages == 2 ? n & 1 : 0; };
   auto prefetch = [&](int n) {
-    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = n % stages;
+    const int t0 = n * kChunk, c = min(kChunk, len - t0), buf = buffer_of(n);
     const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
     load_rows_async(at(Wb0, buf), ldk, Wg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
     load_rows_async(at(WDb0, buf), ldk, WDg + static_cast<std::int64_t>(t0) * K, K, kChunk, kChunk, K);
@@ -162,7 +164,7 @@ __global__ void __launch_bounds__(SPLIT* kThreads) dstate_pass(Args<E> a, Work w
     if (n > 0) load_state(n - 1);
   };
   for (int n = first; n >= 0; --n) {
-    const int t0 = n * kChunk, buf = n % stages;
+    const int t0 = n * kChunk, buf = buffer_of(n);
     // The second part's chain waits for the first's partial sums (after the barrier below;
     // rdp is rewritten only after the next barrier, which the second part passes after reading it).
     if constexpr (D != Decay::none) {
