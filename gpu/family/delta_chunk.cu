@@ -125,7 +125,7 @@ void stage1(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
 // Stage 2. bf16: state-pass tiles of 32 columns where V is a multiple of 32 (else 16),
 // B·H·V/32 blocks (128 at B = 4, H = 8, V = 128), each reading a chunk's W tiles once
 // for 32 columns: the pass is bound by those L2 reads, which 16-column tiles made
-// twice (docs/gpu-delta-backward-speed.md). TTR_GPU_STATE_BV (read at every launch)
+// twice (docs/gpu-delta-backward-speed-2026-12-06.md). TTR_GPU_STATE_BV (read at every launch)
 // chooses another tiling: "16" (two blocks a multiprocessor whose sequential chains
 // hide each other's latency; the default until 2026-12-06), "32x2" (two warps a
 // 16-row strip, each 16 columns); "16c" and "32x2c" run a head's column blocks as

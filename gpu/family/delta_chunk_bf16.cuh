@@ -232,7 +232,7 @@ inline std::size_t ut_smem(const Shape& s, bool separate_w, bool given_t = false
 // the same sequence of mma steps whatever BV and SPLIT, so the tilings give the same
 // bits (CudaDelta.StatePassTilingsGiveTheSameBits). SPLIT = 2 at BV = 32: a block
 // reads the chunk's W tiles once for 32 columns (half the L2 traffic of BV = 16,
-// which bounds the pass: docs/gpu-delta-backward-speed.md) with the per-warp work of
+// which bounds the pass: docs/gpu-delta-backward-speed-2026-12-06.md) with the per-warp work of
 // BV = 16. CLUSTER: the column blocks of a head run as one thread-block cluster and
 // share the chunk's W and W ⊙ e^{b_last−b} tiles, each block fetching 64/size of their
 // rows for all (gpu/core/cluster.cuh): the L2 reads of W fall by the cluster's size.

@@ -5,7 +5,7 @@
 // TTR_GPU_STATE_STAGES (2 or 3) sets how many chunks' inputs the unclustered tilings
 // hold: with 3 each chunk's loads have two chunks' compute to land in. The default is 3
 // for the 32-column tilings (one block a multiprocessor at the benchmark's shape; H100,
-// 2026-12-06: the pass 0.52 -> 0.47 ms, docs/gpu-delta-backward-speed.md) and 2 for the
+// 2026-12-06: the pass 0.52 -> 0.47 ms, docs/gpu-delta-backward-speed-2026-12-06.md) and 2 for the
 // others (16 columns fit two blocks a multiprocessor with 2, one with 3: not measured).
 #pragma once
 
@@ -23,7 +23,7 @@ inline int state_stages(const StateTiling& tiling) {
   throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
 }
 // The default: 32 columns a block where V allows (the fastest of the five on the H200,
-// 2026-12-06: docs/gpu-delta-backward-speed.md, "The state pass's column tilings
+// 2026-12-06: docs/gpu-delta-backward-speed-2026-12-06.md, "The state pass's column tilings
 // measured"), else 16.
 inline StateTiling column_tiling(int V) {
   const char* e = std::getenv("TTR_GPU_STATE_BV");
