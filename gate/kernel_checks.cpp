@@ -30,7 +30,7 @@ ModelSpec kernel_model(const LayerEntry& layer, Form form, Tier dtype, int sampl
   // A chunk form declared TTR_OWN_ALGORITHM (layers.def) is not the recurrence
   // taken in chunks: gka's chunk backward recovers the Chebyshev iterates by
   // running Alg. 1 backwards (GKA Alg. 2), an error of its own (tens of bf16 u in
-  // dk, docs/error-model.md, "GKA's chunk backward") that a recurrent kernel,
+  // dk, docs/error-model-gradients.md, "GKA's chunk backward") that a recurrent kernel,
   // which stores its iterates, does not make.
   const FormImpl* chunk = layer.form(Form::chunk, direction);
   if (form == Form::sequential && (!chunk || chunk->own_algorithm)) {

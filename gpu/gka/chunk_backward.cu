@@ -31,7 +31,7 @@
 // (GkaBackwardOptions::chebyshev_flat_reversal; tests/backward/gka_chunk_backward_test.cpp).
 //
 // Arithmetic: the CPU form's under P = the dtype (its narrowing points, in the
-// same places: docs/error-model.md, "GKA's chunk backward"): q, k, v, do as stored,
+// same places: docs/error-model-gradients.md, "GKA's chunk backward"): q, k, v, do as stored,
 // the chunk-initial states, the iterate Ξ before each forward product, the masked
 // products, G⊙G and M̃ in eq. (5), dH_end and dS_end as product operands and every
 // product operand of the backward rounded to the dtype; products, iterates of the

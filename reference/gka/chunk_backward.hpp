@@ -52,7 +52,7 @@
 // fp32 (acc): the iterates ξ, dξ of the reversed Chebyshev pass and the products
 // A_c ξ_{i-1}, A_cᵀ dξ_i (including their masked factors); the running dH, dS carried
 // between chunks, dζ, dM̃, ψ, dλ, the per-token solver scalars, dg, dα, dh0, dhkk0.
-// What the fp32 reversal costs under a 16-bit policy (docs/error-model.md, "GKA's
+// What the fp32 reversal costs under a 16-bit policy (docs/error-model-gradients.md, "GKA's
 // chunk backward"): the forward formed A_c ξ_{i-1} from bf16(ξ_{i-1}), the reversal
 // from ξ_{i-1}, so every reversed step injects their difference (~u‖ξ‖), which the
 // reversal amplifies by up to 1/√(ω* − 1) per step (GKA Lemma 3): bf16 dk carries

@@ -3,7 +3,7 @@
 // — 250 seeds of each of the four small cases — with zero failures (label `slow`;
 // `ctest --preset slow`; several hours on 2 cores). The same run, sharded and with
 // the per-gradient ratio table, is bench/gradient-calibration
-// (docs/error-model.md, "Gradients").
+// (docs/error-model-gradients.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>

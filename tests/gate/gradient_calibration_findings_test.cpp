@@ -1,5 +1,5 @@
 // The gradient calibration's two failures of correct CPU backward forms
-// (bench/gradient-calibration, seeds from 1000; docs/error-model.md, "Gradients"),
+// (bench/gradient-calibration, seeds from 1000; docs/error-model-gradients.md),
 // each a gap of the error model, not of the form:
 //
 //  * simple_gla/chunk/fp32/edges seed 1117: dk 13.2, dq 12.6 at (b=0, t=73, h=1).

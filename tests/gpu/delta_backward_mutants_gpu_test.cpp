@@ -76,7 +76,7 @@ std::unique_ptr<Case> case_for(const LayerEntry& e, const MutantConditions& need
 }
 
 // Two of GKA's are smaller than bf16 GKA's own gradient error (dk ~50 u of bf16 at
-// r = 30: docs/error-model.md, "GKA's chunk backward"), and the CPU gate catches
+// r = 30: docs/error-model-gradients.md, "GKA's chunk backward"), and the CPU gate catches
 // them in fp32 only (docs/gate-teeth.md): a reverse loop one step short (a 4e-3
 // change) and an adjoint solve one step short (3e-4). In bf16 they are reported,
 // not required to fail.
