@@ -21,7 +21,7 @@ Command add_check(CLI::App& app) {
     int chunk_size = 64, samples = ModelSpec{}.samples;
     std::uint64_t seed = 0;
     bool backward = false, strict_range = false, explain = false;
-    std::vector<std::string> sets;
+    std::vector<std::string> sets, not_judged;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("check", "compare a candidate's outputs with the oracle under the error model");
@@ -55,6 +55,10 @@ Command add_check(CLI::App& app) {
                 "count range findings (NaN/Inf from intermediates beyond the dtype's range) as failures");
   cmd->add_option("--oracle-tier", o->oracle_tier,
                   "auto (double-double where its estimated own error is negligible, MPFR-256 slices elsewhere) | mpfr");
+  cmd->add_option("--not-judged", o->not_judged,
+                  "gradients (outputs) left unjudged: not required of the candidate, reported absent (repeatable; "
+                  "e.g. a sampled slice's per-head gradient, which sums over rows left out)")
+      ->delimiter(',');
   return [o]() {
     check_outputs({{"--in", o->in}, {"--candidate", o->candidate}, {"--oracle", o->oracle}},
                   {{"--report", o->report}, {"--junit", o->junit}});
@@ -79,6 +83,7 @@ Command add_check(CLI::App& app) {
     req.strict_range = o->strict_range;
     req.oracle_mode = parse_oracle_mode(o->oracle_tier);
     req.sets = o->sets;
+    req.not_judged = o->not_judged;
     std::vector<DomainViolation> domain;  // the guaranteed-domain note (gate/domain_note.hpp)
     const std::vector<NamedCheck> checks = {run_check(req, &domain)};
     const CheckResult& result = checks.front().second;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -198,9 +199,20 @@ std::unique_ptr<Prepared> prepare(const CheckRequest& req) {
                                  tier_name(policy->dtype), req.dtype));
   const auto shapes = output_shapes(spec, in.inputs.dims);
   const std::vector<std::string> expected = expected_outputs(in.layer->spec, spec, in, dir);
-  const std::vector<std::string> required = dir == Direction::forward ? std::vector<std::string>{"o"} : expected;
+  std::vector<std::string> required = dir == Direction::forward ? std::vector<std::string>{"o"} : expected;
+  for (const std::string& name : req.not_judged) {
+    if (std::find(expected.begin(), expected.end(), name) == expected.end())
+      throw InputError(fmt::format("--not-judged: '{}' is not one of the {} {} of layer '{}' for these inputs: {}", name,
+                                   direction_name(dir), dir == Direction::forward ? "outputs" : "gradients",
+                                   spec.name, fmt::join(expected, ", ")));
+    if (dir == Direction::forward && name == "o")
+      throw InputError("--not-judged: 'o' is always judged (the candidate's dtype is read from it)");
+    std::erase(required, name);
+  }
+  if (required.empty()) throw InputError("--not-judged: every gradient left unjudged; nothing to judge");
   io::DType storage = io::DType::F32;
   p->candidate = load_candidate(req.candidate, req.candidate_source, spec, shapes, required, storage);
+  for (const std::string& name : req.not_judged) p->candidate.erase(name);
   ms.dtype = policy ? policy->dtype : req.dtype.empty() ? tier_of_storage(storage) : parse_kernel_dtype(req.dtype);
   ms.policy = policy ? policy->policy : Policy::native;
   ms.chunk_size = req.chunk_size;

@@ -38,6 +38,10 @@ struct CheckRequest {
   // The id's last part; "" = "<suite>.<case>" from the inputs' metadata, else
   // inputs_source's file name without ".inputs.safetensors"/".safetensors".
   std::string case_name;
+  // Outputs (gradients, backward) of the layer left unjudged: not required of the
+  // candidate and not compared if it holds them (reported absent). A sampled run's
+  // per-head gradient that sums over rows the sample left out (python/ttrcheck/harness.py).
+  std::vector<std::string> not_judged;
 };
 
 // Validates everything (InputError naming the source and tensor or key), then

@@ -73,7 +73,7 @@ CheckRequest check_request(const std::string& layer, const Tensors& inputs, cons
                            const Metadata& oracle_meta, const std::string& dtype, const std::string& policy,
                            const std::string& form, int chunk_size, int samples, std::uint64_t seed, bool backward,
                            bool strict_range, const std::vector<std::string>& sets, const std::string& case_name,
-                           const std::string& oracle_tier) {
+                           const std::string& oracle_tier, const std::vector<std::string>& not_judged) {
   find_layer(layer);
   CheckRequest req;
   req.layer = layer;
@@ -91,6 +91,7 @@ CheckRequest check_request(const std::string& layer, const Tensors& inputs, cons
   req.oracle_mode = parse_oracle_mode(oracle_tier);
   req.sets = sets;
   req.case_name = case_name;
+  req.not_judged = not_judged;
   return req;
 }
 
@@ -114,10 +115,10 @@ std::pair<std::string, std::string> check(const std::string& layer, const Tensor
                                           const std::string& policy, const std::string& form, int chunk_size,
                                           int samples, std::uint64_t seed, bool backward, bool strict_range,
                                           const std::vector<std::string>& sets, const std::string& case_name,
-                                          const std::string& oracle_tier) {
+                                          const std::string& oracle_tier, const std::vector<std::string>& not_judged) {
   const CheckRequest req = check_request(layer, inputs, in_meta, candidate, oracle_tensors, oracle_meta, dtype, policy,
                                          form, chunk_size, samples, seed, backward, strict_range, sets, case_name,
-                                         oracle_tier);
+                                         oracle_tier, not_judged);
   nb::gil_scoped_release release;
   std::vector<DomainViolation> domain;  // the guaranteed-domain note, as `check` writes it
   const NamedCheck c = run_check(req, &domain);
@@ -139,10 +140,11 @@ std::tuple<std::vector<std::pair<std::string, std::string>>, std::string, std::v
     const std::string& layer, const Tensors& inputs, const Metadata& in_meta, const Tensors& candidate,
     const std::optional<Tensors>& oracle_tensors, const Metadata& oracle_meta, const std::string& form,
     int chunk_size, int samples, std::uint64_t seed, bool backward, bool strict_range,
-    const std::vector<std::string>& sets, const std::string& case_name, const std::string& oracle_tier) {
+    const std::vector<std::string>& sets, const std::string& case_name, const std::string& oracle_tier,
+    const std::vector<std::string>& not_judged) {
   const CheckRequest req = check_request(layer, inputs, in_meta, candidate, oracle_tensors, oracle_meta, "", "", form,
                                          chunk_size, samples, seed, backward, strict_range, sets, case_name,
-                                         oracle_tier);
+                                         oracle_tier, not_judged);
   nb::gil_scoped_release release;
   const PolicyExplanation e = ttr::explain_policy(req);
   std::vector<std::pair<std::string, std::string>> out;

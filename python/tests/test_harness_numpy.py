@@ -299,3 +299,72 @@ def test_sequences_of_a_batch_without_cu_seqlens_is_bad_input():
         validate_numpy(linear_attn, "linear_attn", suites=["tiny"], cases=[case.name], dtypes=["fp64"],
                        form="sequential", sample={"n": [0], "h": [0]})
 
+
+
+def precond_oracle_port(bug=None):
+    """precond_gated_delta_rule by its own oracle (MPFR, rounded to float64), forward and
+    vector-Jacobian product: an exact port of a layer with a per-head input
+    (`log_atk_scale [H]`). bug="dlog" doubles dlog_atk_scale, bug="dq" scales dq by 1 + 1e-6."""
+    layer = "precond_gated_delta_rule"
+    spec = ttrcheck.layer(layer)
+    names = {t.name for t in spec.inputs}
+    outputs = {t.name for t in spec.outputs}
+
+    def fn(**kw):
+        inputs = {n: v for n, v in kw.items() if n in names}
+        config = {k: v for k, v in kw.items() if k not in names}
+        out = ttrcheck.oracle(layer, inputs, config)
+
+        def vjp(cot):
+            g = {k: v for k, v in ttrcheck.oracle(layer, {**inputs, **cot}, config, backward=True).items()
+                 if k.startswith("d")}
+            if bug == "dlog":
+                g["dlog_atk_scale"] = 2 * g["dlog_atk_scale"]
+            if bug == "dq":
+                g["dq"] = g["dq"] * (1 + 1e-6)
+            return g
+        return {k: v for k, v in out.items() if k in outputs}, vjp
+    return fn
+
+
+def test_a_per_head_gradient_is_left_unjudged_by_a_sample_that_drops_sequences():
+    """log_atk_scale's gradient sums over every sequence of a varlen run, so a sample of some
+    sequences cannot judge it: it is left out of the check (reported absent, said in the
+    note), and every other tensor is judged. A doubled dlog_atk_scale therefore passes on
+    the sample and fails on the whole run; an error in dq fails on the sample."""
+    from ttrcheck.fla import Adapter
+    # The case's config carries log_atk_scale too (the generator's value); the port takes the input.
+    kw = dict(adapter=Adapter("precond_gated_delta_rule", "sequential", config={"log_atk_scale": ""}),
+              suites=["varlen"], cases=["single_tokens"], dtypes=["fp64"], form="sequential")
+    sample = {"n": [0, 2], "h": [1]}
+    r = validate_numpy(precond_oracle_port(), "precond_gated_delta_rule", sample=sample, **kw)
+    assert r.passed, str(r)
+    verdicts = {(x.direction, x.tensor): x.verdict for x in r.rows}
+    assert verdicts[("backward", "dlog_atk_scale")] == "absent"
+    assert all(v == "pass" for k, v in verdicts.items() if k != ("backward", "dlog_atk_scale"))
+    assert {("backward", "dq"), ("backward", "dg_atk"), ("backward", "dh0")} <= set(verdicts)
+    assert all("dlog_atk_scale not judged (sums over the sequences not kept)" in x.note for x in r.rows)
+    assert validate_numpy(precond_oracle_port("dlog"), "precond_gated_delta_rule", sample=sample, **kw).passed
+    whole = validate_numpy(precond_oracle_port("dlog"), "precond_gated_delta_rule", **kw)
+    assert [x.tensor for x in whole.failures] == ["dlog_atk_scale"]
+    bad = validate_numpy(precond_oracle_port("dq"), "precond_gated_delta_rule", sample=sample, **kw)
+    assert [x.tensor for x in bad.failures] == ["dq"]
+
+
+@pytest.mark.parametrize("not_judged,says", [
+    (["dnope"], r"--not-judged: 'dnope' is not one of the backward gradients of layer 'linear_attn'"),
+    (["dq", "dk", "dv"], r"--not-judged: every gradient left unjudged"),
+])
+def test_bad_not_judged_is_bad_input(not_judged, says):
+    case = ttrcheck.vectors("linear_attn", "tiny", backward=True)[0]
+    grads = ttrcheck.oracle("linear_attn", case.backward_inputs, case.config, backward=True)
+    with pytest.raises(ttrcheck.InputError, match=says):
+        ttrcheck.check("linear_attn", case.backward_inputs, grads, backward=True, config=case.config,
+                       not_judged=not_judged)
+
+
+def test_o_is_always_judged():
+    case = ttrcheck.vectors("linear_attn", "tiny")[0]
+    out = ttrcheck.oracle("linear_attn", case.inputs, case.config)
+    with pytest.raises(ttrcheck.InputError, match=r"--not-judged: 'o' is always judged"):
+        ttrcheck.check("linear_attn", case.inputs, out, config=case.config, not_judged=["o"])

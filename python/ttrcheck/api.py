@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -138,7 +138,8 @@ def _check_options(chunk_size: int, samples: Optional[int], seed: int, oracle: O
 def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[str] = None,
           policy: Optional[str] = None, config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
           chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
-          oracle: Optional[ArrayMap] = None, name: Optional[str] = None, oracle_tier: str = "auto") -> Report:
+          oracle: Optional[ArrayMap] = None, name: Optional[str] = None, oracle_tier: str = "auto",
+          not_judged: Sequence[str] = ()) -> Report:
     """A candidate's outputs judged against the oracle under the error model (`ttrcheck check`).
 
     `dtype` is the kernel's arithmetic (bf16|fp16|fp32|fp64; default: the storage
@@ -151,13 +152,15 @@ def check(layer: str, inputs: ArrayMap, candidate: ArrayMap, *, dtype: Optional[
     its metadata) to skip recomputing them; otherwise `oracle_tier` says how it is
     computed: "auto" (double-double where its estimated own error is negligible,
     MPFR-256 slices elsewhere; the report's `oracle` object says which) or "mpfr"
-    (MPFR-256 throughout, as :func:`oracle` computes it). Returns a :class:`Report`.
+    (MPFR-256 throughout, as :func:`oracle` computes it). `not_judged` names outputs or
+    gradients left unjudged (`check --not-judged`): not required of the candidate and
+    reported absent ('o' is always judged). Returns a :class:`Report`.
     """
     samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
     js, table = _core.check(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                             oracle_tensors, oracle_meta, dtype or "", policy or "", form or "", int(chunk_size),
                             int(samples), int(seed), bool(backward), bool(strict_range), config_sets(config),
-                            name or "", str(oracle_tier))
+                            name or "", str(oracle_tier), [str(n) for n in not_judged])
     return Report(js, table)
 
 
@@ -187,15 +190,15 @@ def explain_policy(layer: str, inputs: ArrayMap, candidate: ArrayMap, *,
                    config: Optional[Mapping[str, Any]] = None, backward: bool = False, form: Optional[str] = None,
                    chunk_size: int = 64, samples: Optional[int] = None, seed: int = 0, strict_range: bool = False,
                    oracle: Optional[ArrayMap] = None, name: Optional[str] = None,
-                   oracle_tier: str = "auto") -> PolicyExplanation:
+                   oracle_tier: str = "auto", not_judged: Sequence[str] = ()) -> PolicyExplanation:
     """Which arithmetic explains a candidate's error: :func:`check` under every policy of
     ``check --explain-policy`` (fp32, tf32, fp16, bf16-storage, bf16), one oracle for all
-    (computed as `oracle_tier` says, as in :func:`check`)."""
+    (computed as `oracle_tier` says, as in :func:`check`; `not_judged` as there)."""
     samples, oracle_tensors, oracle_meta = _check_options(chunk_size, samples, seed, oracle)
     pairs, best, notes = _core.explain_policy(layer, encode_map(inputs, "inputs"), {}, encode_map(candidate, "candidate"),
                                        oracle_tensors, oracle_meta, form or "", int(chunk_size), int(samples),
                                        int(seed), bool(backward), bool(strict_range), config_sets(config), name or "",
-                                       str(oracle_tier))
+                                       str(oracle_tier), [str(n) for n in not_judged])
     order = _core.explain_order()
     return PolicyExplanation({p: Report(js, table) for p, (js, table) in zip(order, pairs)}, best or None,
                              {p: n for p, n in zip(order, notes) if n})

@@ -8,7 +8,7 @@ dtype; its outputs and the gradients its backend takes for the cotangents `vecto
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -195,6 +195,7 @@ class Execution:
     oracle: Optional[api.Tensors] = None           # the case's stored oracles where they apply (not saved)
     backward_oracle: Optional[api.Tensors] = None
     sample: Optional[Dict[str, List[int]]] = None  # {"b" | "n": [...], "h": [...]}: the slices kept (see execute)
+    not_judged: Optional[List[str]] = None  # gradients a sample cannot judge (see _sampler), absent from grads
 
     _GROUPS = ("inputs", "outputs", "backward_inputs", "grads")
 
@@ -206,7 +207,7 @@ class Execution:
         import json
         import os
         meta = {k: getattr(self, k) for k in ("layer", "fn_name", "suite", "case", "dtype", "config", "form",
-                                              "backward_form", "chunk_size", "note", "sample")}
+                                              "backward_form", "chunk_size", "note", "sample", "not_judged")}
         meta["widened"], meta["shared"] = [], []
         arrays = {}
         for g in self._GROUPS:
@@ -255,7 +256,8 @@ class Execution:
 
 
 def _sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]], batch: int,
-             cu: Optional[np.ndarray] = None) -> Tuple[Callable[[str, np.ndarray], np.ndarray], Dict[str, List[int]]]:
+             cu: Optional[np.ndarray] = None) -> Tuple[Callable[[str, np.ndarray], np.ndarray], Dict[str, List[int]],
+                                                       Set[str]]:
     """The slices `sample` keeps, as a function of a tensor's name and values, and the
     sample as recorded with the run. Every layer's (b, h) slices are independent — each
     head of each batch row has its own state — so a slice's outputs, and its gradients
@@ -270,11 +272,16 @@ def _sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]], batch: in
     same problem wherever it sits in the packed row. The record adds "starts", the run's
     first token of each kept sequence, to name rows in the run's own tokens.
 
+    The third value names the gradients a sample cannot judge: those of a per-head input
+    (the preconditioned layers' `log_atk_scale [H]`), which sum over every row (sequence)
+    of the run, unless every row (sequence) is kept. The slice's outputs are the run's
+    there all the same, and so is every other gradient; the caller leaves these out (not
+    judged, said in the rows' note) and `take` refuses them.
+
     Refused: rows of a varlen batch or sequences of a batch without one, an index outside
-    the run, a sequence kept twice, and a per-head input whose gradient sums over the
-    batch (or the sequences) unless every row (sequence) is kept."""
+    the run, a sequence kept twice."""
     dims = {t.name: t.dims for t in spec.inputs + spec.outputs + spec.cotangents + spec.gradients}
-    per_head = {t.name for t in spec.inputs if t.differentiable} | {"d" + t.name for t in spec.inputs}
+    summed = {"d" + t.name for t in spec.inputs if t.differentiable and "H" in t.dims and "B" not in t.dims}
     heads = [int(h) for h in sample.get("h", [])]
     if cu is None:
         if "n" in sample:
@@ -319,12 +326,12 @@ def _sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]], batch: in
                     what = "n" if sym == "B" and tokens is not None else sym.lower()
                     raise InputError(f"sample: {what} {keep[sym]} outside '{name}' of shape {a.shape}")
                 a = np.take(a, keep[sym], axis=axis)
-        if "H" in d and "B" not in d and name in per_head and len(set(keep["B"])) < rows:
-            raise InputError(f"sample: '{name}' is per head and its gradient sums over the "
-                             f"{'sequences' if tokens is not None else 'batch'}: keep every "
-                             f"{'sequence' if tokens is not None else 'row'}")
+        if name in unjudged:
+            raise InputError(f"sample: '{name}' sums over the {'sequences' if tokens is not None else 'batch'}; "
+                             f"a sample keeping some {'sequences' if tokens is not None else 'rows'} cannot judge it")
         return a
-    return take, record
+    unjudged = summed if len(set(keep["B"])) < rows else set()
+    return take, record, unjudged
 
 
 def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suites: Sequence[str] = ("tiny",),
@@ -387,18 +394,24 @@ def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suit
                 if sample:
                     batch = next(np.shape(seen[t.name])[0] for t in spec.inputs
                                  if t.name in seen and t.dims[:1] == ("B",))
-                    take, record = _sampler(spec, sample, batch, seen.get("cu_seqlens"))
+                    take, record, unjudged = _sampler(spec, sample, batch, seen.get("cu_seqlens"))
                     seen = {n: take(n, a) for n, a in seen.items()}
                     case_inputs = {n: take(n, np.asarray(a)) for n, a in case_inputs.items()}
                     src = {n: take(n, np.asarray(a)) for n, a in source.items()}
                     out_vals = {n: take(n, a) for n, a in out_vals.items()}
-                    grad_vals = {n: take(n, a) for n, a in grad_vals.items()} if backward else None
+                    grad_vals = {n: take(n, a) for n, a in grad_vals.items() if n not in unjudged} \
+                        if backward else None
                     kept = f"sequences {record['n']}" if "n" in record else f"slices b {record['b']}"
                     note = ", ".join(x for x in (note, f"{kept} x h {record['h']}") if x)
+                    dropped = sorted(unjudged & set(grads)) if backward else []
+                    if dropped:
+                        note += f"; {', '.join(dropped)} not judged (sums over the " \
+                                f"{'sequences' if 'n' in record else 'rows'} not kept)"
                 e = Execution(layer, fn_name, suite, case.name, dtype, cfg_text, form, adapter.backward_form,
                               chunk_size, note, {n: seen[n] for n in inputs} if rounded else case_inputs,
                               {n: out_vals[n] for n in output_names if n in out_vals},
-                              oracle=case.oracle if own else None, sample=record)
+                              oracle=case.oracle if own else None, sample=record,
+                              not_judged=dropped or None if sample else None)
                 if backward:
                     # The backward inputs: forward inputs plus the cotangents of the outputs
                     # returned (dht only with ht); the stored oracle when they are all the case's.
@@ -424,7 +437,7 @@ def judge(e: Execution) -> Tuple[List[Row], List[Report]]:
             _oracle(e.layer, e.backward_inputs, e.config, True)
         brep = api.check(e.layer, e.backward_inputs, e.grads, dtype=e.dtype, config=e.config,
                          form=e.backward_form or e.form, chunk_size=e.chunk_size, backward=True,
-                         oracle=bwd_oracle, name=name)
+                         oracle=bwd_oracle, name=name, not_judged=e.not_judged or ())
         reports.append(brep)
         rows += _rows(brep, e.suite, e.case, e.dtype, "backward", e.note, e.grads, bwd_oracle)
     if e.sample:

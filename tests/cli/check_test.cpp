@@ -234,6 +234,28 @@ TEST_F(CliCheck, CandidateWithoutFinalStateListsItAbsent) {
   EXPECT_EQ(report_doc()["checks"][0]["tensors"][1]["present"], false);
 }
 
+// --not-judged leaves a tensor out even where the candidate holds it (wrong here):
+// reported absent, the verdict the others'. 'o' and names the layer lacks are bad input.
+TEST_F(CliCheck, NotJudgedTensorIsAbsentEvenWhenWrong) {
+  const std::string wrong = candidate([](TensorMap<double>& t) {
+    for (double& x : t.at("ht").data) x = 2 * x + 1;
+  });
+  EXPECT_EQ(check(wrong).exit_code, 1);
+  const CliResult r = check(wrong, {"--not-judged", "ht"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(table_line(r.out, "ht").find("absent"), std::string::npos) << r.out;
+  EXPECT_EQ(report_doc()["checks"][0]["tensors"][1]["present"], false);
+}
+
+TEST_F(CliCheck, NotJudgedOOrAnUnknownTensorExits2) {
+  for (const std::string name : {"o", "dq", "nope"}) {
+    const CliResult r = check(candidate(), {"--not-judged", name});
+    EXPECT_EQ(r.exit_code, 2) << name << r.out << r.err;
+    EXPECT_TRUE(one_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find("--not-judged: '" + name + "'"), std::string::npos) << r.err;
+  }
+}
+
 // `ttrcheck oracle` stores MPFR-256 throughout; `check --oracle-tier mpfr`
 // computes exactly that, so the report is the same byte for byte but for its
 // `oracle` note (tier mpfr:256 vs stored), and the text but for the oracle line.
