@@ -368,3 +368,48 @@ def test_o_is_always_judged():
     out = ttrcheck.oracle("linear_attn", case.inputs, case.config)
     with pytest.raises(ttrcheck.InputError, match=r"--not-judged: 'o' is always judged"):
         ttrcheck.check("linear_attn", case.inputs, out, config=case.config, not_judged=["o"])
+
+
+def test_a_lean_capture_makes_the_inputs_again_and_refuses_other_inputs(tmp_path):
+    """save(lean=True) leaves the inputs and cotangents of a run on the case's own arrays
+    out (seed, names and digest instead): loading makes them again with the generator and
+    the sample, equal to a full save's and judged to the same rows; a digest that does not
+    match (the generator changed) is bad input naming the file. A run on rounded inputs
+    (fp16 here) keeps them whatever `lean` says."""
+    import json
+    from ttrcheck.harness import NumpyBackend, Execution, execute, judge
+    from ttrcheck.fla import NATIVE
+
+    def bad(**a):
+        return linear_attn_varlen(**a, bug="seq3")
+    kw = dict(suites=["varlen"], cases=["chunk_edges"], form="sequential", adapter=NATIVE, with_oracle=False,
+              sample={"n": [3, 0], "h": [1]})
+    (e,) = list(execute(bad, NumpyBackend(), "linear_attn", dtypes=["fp64"], **kw))
+    assert e.seed == 0
+    full, lean = str(tmp_path / "full.npz"), str(tmp_path / "lean.npz")
+    e.save(full)
+    e.save(lean, lean=True)
+    with np.load(lean) as z:
+        assert sorted({k.split("/")[0] for k in z.files if k != "meta"}) == ["grads", "outputs"]
+    a, b = Execution.load(full), Execution.load(lean)
+    for g in ("inputs", "backward_inputs"):
+        ga, gb = getattr(a, g), getattr(b, g)
+        assert list(ga) == list(gb) and all(np.array_equal(ga[n], gb[n]) for n in ga), g
+    assert judge(b)[0] == judge(a)[0]
+    assert [(x.tensor, x.worst_sequence[0]) for x in judge(b)[0] if x.verdict == "FAIL"] == [("o", 3)]
+
+    with np.load(lean) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"]))
+    meta["regenerate"]["digest"] = "0" * 64
+    arrays["meta"] = np.array(json.dumps(meta))
+    tampered = str(tmp_path / "tampered.npz")
+    np.savez_compressed(tampered, **arrays)
+    with pytest.raises(ttrcheck.InputError, match=r"tampered.npz: the inputs made again from seed 0 differ"):
+        Execution.load(tampered)
+
+    (r,) = list(execute(bad, NumpyBackend(), "linear_attn", dtypes=["fp16"], **kw))
+    assert r.seed is None
+    r.save(lean, lean=True)
+    with np.load(lean) as z:
+        assert {"inputs", "backward_inputs"} <= {k.split("/")[0] for k in z.files if k != "meta"}

@@ -196,21 +196,32 @@ class Execution:
     backward_oracle: Optional[api.Tensors] = None
     sample: Optional[Dict[str, List[int]]] = None  # {"b" | "n": [...], "h": [...]}: the slices kept (see execute)
     not_judged: Optional[List[str]] = None  # gradients a sample cannot judge (see _sampler), absent from grads
+    seed: Optional[int] = None  # the case's seed where the inputs are its own (sampled) arrays: `save(lean=True)`
 
     _GROUPS = ("inputs", "outputs", "backward_inputs", "grads")
 
-    def save(self, path: str) -> None:
+    def save(self, path: str, lean: bool = False) -> None:
         """One compressed .npz file (the arrays, and the rest as JSON), written whole or not at
         all. Lossless but small: a float64 array whose values are all float32 (every bf16, fp16
         and fp32 kernel's) is stored as float32 and read back as float64, and a backward
-        input that is the forward input of the same name is stored once."""
+        input that is the forward input of the same name is stored once. ``lean=True``, where
+        the inputs are the case's own arrays (``seed`` set), leaves the inputs and cotangents
+        out — about half of a production run's bytes — and records the seed, their names and
+        a digest of their values: :meth:`load` regenerates them with the same generator and
+        refuses the file if the digest differs (the generators changed since the capture)."""
         import json
         import os
         meta = {k: getattr(self, k) for k in ("layer", "fn_name", "suite", "case", "dtype", "config", "form",
-                                              "backward_form", "chunk_size", "note", "sample", "not_judged")}
+                                              "backward_form", "chunk_size", "note", "sample", "not_judged", "seed")}
         meta["widened"], meta["shared"] = [], []
+        groups = self._GROUPS
+        if lean and self.seed is not None:
+            meta["regenerate"] = {"inputs": list(self.inputs),
+                                  "backward_inputs": None if self.backward_inputs is None else list(self.backward_inputs),
+                                  "digest": _digest(self.inputs, self.backward_inputs)}
+            groups = ("outputs", "grads")
         arrays = {}
-        for g in self._GROUPS:
+        for g in groups:
             for n, a in (getattr(self, g) or {}).items():
                 a = np.asarray(a)
                 if g == "backward_inputs" and n in self.inputs and a.dtype == np.asarray(self.inputs[n]).dtype \
@@ -242,6 +253,9 @@ class Execution:
                     if key != "meta":
                         g, n = key.split("/", 1)
                         groups.setdefault(g, {})[n] = z[key].astype(np.float64) if key in widened else z[key]
+            regen = meta.pop("regenerate", None)
+            if regen is not None:
+                groups.update(_regenerated(meta, regen, path))
             if not {"inputs", "outputs"} <= set(groups):
                 raise ValueError("no inputs or outputs")
             for n in shared:
@@ -253,6 +267,46 @@ class Execution:
             return cls(**meta, **{g: groups.get(g) for g in cls._GROUPS})
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
             raise InputError(f"{path}: not a captured run ({e})") from None
+
+
+def _digest(*groups: Optional[Mapping[str, np.ndarray]]) -> str:
+    """SHA-256 of tensors' names, shapes and values (floats as float64, integers as int64)."""
+    import hashlib
+    h = hashlib.sha256()
+    for g in groups:
+        for n in sorted(g or {}):
+            a = np.asarray(g[n])
+            a = np.ascontiguousarray(a, dtype=np.int64 if a.dtype.kind in "iub" else np.float64)
+            h.update(f"{n}{a.shape};".encode())
+            h.update(a.tobytes())
+        h.update(b"|")
+    return h.hexdigest()
+
+
+def _regenerated(meta: Mapping[str, Any], regen: Mapping[str, Any], path: str) -> Dict[str, Dict[str, np.ndarray]]:
+    """The inputs and cotangents a lean capture left out (:meth:`Execution.save`), made again
+    from the case's generator and seed and sampled as the run was; checked against the
+    recorded digest."""
+    backward = regen["backward_inputs"] is not None
+    cases = api.vectors(meta["layer"], meta["suite"], int(meta["seed"]), backward=backward, with_oracle=False,
+                        case=meta["case"])
+    if len(cases) != 1:
+        raise InputError(f"{path}: case '{meta['suite']}.{meta['case']}' of layer '{meta['layer']}' no longer exists")
+    case = cases[0]
+    ins, src = dict(case.inputs), dict(case.backward_inputs if backward else case.inputs)
+    if meta.get("sample"):
+        spec = api.layer(meta["layer"])
+        batch = next(np.shape(src[t.name])[0] for t in spec.inputs if t.name in src and t.dims[:1] == ("B",))
+        take, _, _ = _sampler(spec, meta["sample"], batch, src.get("cu_seqlens"))
+        ins = {n: take(n, np.asarray(a)) for n, a in ins.items()}
+        src = {n: take(n, np.asarray(a)) for n, a in src.items()}
+    out = {"inputs": {n: ins[n] for n in regen["inputs"]}}
+    if backward:
+        out["backward_inputs"] = {n: src[n] for n in regen["backward_inputs"]}
+    if _digest(out["inputs"], out.get("backward_inputs")) != regen["digest"]:
+        raise InputError(f"{path}: the inputs made again from seed {meta['seed']} differ from the captured run's "
+                         "(the generators changed since the capture): judge it with the ttrcheck that captured it")
+    return out
 
 
 def _sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]], batch: int,
@@ -411,7 +465,7 @@ def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suit
                               chunk_size, note, {n: seen[n] for n in inputs} if rounded else case_inputs,
                               {n: out_vals[n] for n in output_names if n in out_vals},
                               oracle=case.oracle if own else None, sample=record,
-                              not_judged=dropped or None if sample else None)
+                              not_judged=dropped or None if sample else None, seed=None if rounded else seed)
                 if backward:
                     # The backward inputs: forward inputs plus the cotangents of the outputs
                     # returned (dht only with ht); the stored oracle when they are all the case's.
