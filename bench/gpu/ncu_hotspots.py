@@ -4,7 +4,7 @@
   ncu -i REP --page source --print-source cuda --csv > source.csv
   ncu -i REP --page source --print-source sass --csv > sass.csv
   ncu -i REP --page raw --csv > raw.csv
-  python3 bench/gpu/ncu_hotspots.py source.csv raw.csv [--sass sass.csv] [--top 25]
+  python3 bench/gpu/ncu_hotspots.py source.csv raw.csv [--sass sass.csv] [--top 25] [--lines LISTING]
 
 Prints, per kernel: its stall reasons (the raw page's
 smsp__average_warp_latency_issue_stalled_* / smsp__pcsamp_* ratios, largest
@@ -14,7 +14,13 @@ report itself is usually too large to bring back from the lent GPU machine; this
 is what scripts/device-gdn-bench keeps of it. (The CUDA view of the lent machine's
 ncu, with CUDA 13.0, came back with source text and no metric columns on
 2026-12-06; the SASS view carries the samples per instruction whatever the source
-correlation.)
+correlation.) `--lines` takes `nvdisasm -gi -c` listings of the profiled binary's
+cubins (built with -lineinfo) and puts a source line to the SASS view's
+instructions: each kernel is the listing's function whose instructions have the
+same opcodes in the same order, an instruction's line the listing's last
+`//## File` comment before it (the kernel's own line; the innermost inlined one
+beside it), and the samples are also summed per source line: the per-line view the
+CUDA page did not carry.
 """
 import argparse
 import csv
@@ -84,13 +90,59 @@ def opcode(instruction):
     return tok[0].split(".")[0] if tok else "?"
 
 
-def sass_hotspots(path, top):
+LISTING_FUNCTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
+LISTING_LINE = re.compile(r'^\s*//## File "([^"]+)", line (\d+)')
+LISTING_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;?\s*$")
+
+
+def read_listings(paths):
+    """`nvdisasm -gi -c` listings: {function: [(opcode, kernel line, innermost line), ...]}
+    in instruction order, a line 'file:N' (file without its folders) or '?'. Before an
+    instruction, its `//## File` comments run from the innermost inlined call out to the
+    function's own line; an instruction without comments of its own is the previous one's
+    statement."""
+    out = {}
+    for path in paths:
+        fn, pending, current = None, [], []
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = LISTING_FUNCTION.match(line)
+                if m:
+                    fn, pending, current = m.group(1), [], []
+                    out[fn] = []
+                    continue
+                m = LISTING_LINE.match(line)
+                if m:
+                    pending.append(f"{m.group(1).rsplit('/', 1)[-1]}:{m.group(2)}")
+                    continue
+                m = LISTING_INSTRUCTION.match(line)
+                if m and fn is not None:
+                    if pending:
+                        current, pending = pending, []
+                    out[fn].append((opcode(m.group(2)), current[-1] if current else "?",
+                                    current[0] if current else "?"))
+    return out
+
+
+def listing_of(instructions, listings):
+    """The listing's function whose opcodes begin with these instructions' opcodes in
+    order, and no more than trailing padding after them (None if none does)."""
+    ops = [opcode(text) for _, text, _ in instructions]
+    for fn, rows in listings.items():
+        if len(rows) >= len(ops) and [r[0] for r in rows[:len(ops)]] == ops and \
+                all(r[0] in ("NOP", "BRA") for r in rows[len(ops):]):
+            return fn
+    return None
+
+
+def sass_hotspots(path, top, listings=None):
     """Rows of `ncu --page source --print-source sass --csv`: a kernel's name row
     (first cell one of KERNEL_LABELS), a header row with 'Address', 'Source' and the
     'Warp Stall Sampling (All Samples)' column, then one row per instruction. Columns
     are found by name. Prints, per kernel, the samples by opcode and the `top`
-    instructions."""
-    out = {}
+    instructions; with `listings` (read_listings) each instruction's source line and
+    the `top` source lines by samples."""
+    out, every = {}, {}
     kernel, cols = "?", None
     with open(path, newline="", errors="replace") as f:
         for row in csv.reader(f):
@@ -110,6 +162,7 @@ def sass_hotspots(path, top):
                 n = float(row[cols[2]].replace(",", "").strip() or 0)
             except ValueError:
                 continue
+            every.setdefault(kernel, []).append((row[cols[0]].strip(), row[cols[1]].strip(), n))
             if n > 0:
                 out.setdefault(kernel, []).append((n, row[cols[0]].strip(), row[cols[1]].strip()))
     if not out:
@@ -121,9 +174,25 @@ def sass_hotspots(path, top):
             by_op[opcode(text)] = by_op.get(opcode(text), 0.0) + n
         ops = ", ".join(f"{o} {100 * v / total:.1f}%" for o, v in sorted(by_op.items(), key=lambda kv: -kv[1])[:10])
         print(f"== {kernel[:110]}\n   warp-stall samples by opcode ({total:.0f} in all): {ops}")
+        where = {}  # address -> (kernel line, innermost line)
+        if listings is not None:
+            fn = listing_of(every[kernel], listings)
+            if fn is None:
+                print("   (no function of the listings has these instructions: no source lines)")
+            else:
+                where = {addr: r[1:] for (addr, _, _), r in zip(every[kernel], listings[fn])}
         print(f"   top {top} instructions:")
         for n, addr, text in sorted(rows, key=lambda r: -r[0])[:top]:
-            print(f"   {100 * n / total:5.1f}%  {addr:>8}  {text[:100]}")
+            at = f"  [{where[addr][0]}" + (f" < {where[addr][1]}]" if where[addr][1] != where[addr][0] else "]") \
+                if addr in where else ""
+            print(f"   {100 * n / total:5.1f}%  {addr:>8}  {text[:80]}{at}")
+        if where:
+            by_line = {}
+            for n, addr, _ in rows:
+                by_line[where[addr][0]] = by_line.get(where[addr][0], 0.0) + n
+            print(f"   top {top} source lines (the kernel's own, inlined calls counted at their call):")
+            for line, n in sorted(by_line.items(), key=lambda kv: -kv[1])[:top]:
+                print(f"   {100 * n / total:5.1f}%  {line}")
 
 
 def stall_reasons(path, top=12):
@@ -160,8 +229,10 @@ def main():
     ap.add_argument("raw_csv", nargs="?")
     ap.add_argument("--sass", help="the SASS view (--print-source sass --csv)")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--lines", nargs="+", metavar="LISTING",
+                    help="nvdisasm -gi -c listings of the binary's cubins: source lines for the SASS view")
     a = ap.parse_args()
-    for p in (a.source_csv, a.raw_csv, a.sass):
+    for p in (a.source_csv, a.raw_csv, a.sass, *(a.lines or [])):
         if p and not os.path.isfile(p):
             print(f"ncu_hotspots: '{p}' is not a file", file=sys.stderr)
             return 2
@@ -169,7 +240,7 @@ def main():
         stall_reasons(a.raw_csv)
     source_hotspots(a.source_csv, a.top)
     if a.sass:
-        sass_hotspots(a.sass, a.top)
+        sass_hotspots(a.sass, a.top, read_listings(a.lines) if a.lines else None)
     return 0
 
 

@@ -38,6 +38,28 @@ CUDA_TEXT_ONLY = '''"File Name","/src/gpu/family/wy.cuh"
 '''
 
 
+# nvdisasm -gi -c of two functions: `other` first, with the same first opcode as `wy`, so
+# that only the whole sequence tells them apart; in `wy` the first load is an inlined call
+# (tile.cuh:7 inside wy.cuh:40), the second load and the HMMA share wy.cuh:41 (the HMMA
+# has no comment of its own), a NOP pads the end.
+LISTING = """\t.section\t.text._Z5otherv,"ax",@progbits
+        /*0000*/                   LDG.E R2, desc[UR4][R4.64] ;
+        /*0010*/                   EXIT ;
+\t.section\t.text._Z2wyv,"ax",@progbits
+_Z2wyv:
+\t//## File "/src/gpu/core/tile.cuh", line 7 inlined at "/src/gpu/family/wy.cuh", line 40
+\t//## File "/src/gpu/family/wy.cuh", line 40
+        /*0000*/                   LDG.E R2, desc[UR4][R4.64] ;
+\t//## File "/src/gpu/family/wy.cuh", line 41
+        /*0010*/              @!P0 LDG.E.64 R6, desc[UR4][R8.64] ;
+        /*0020*/                   HMMA.16816.F32.BF16 R10, R12, R14, R10 ;
+.L_x_1:
+\t//## File "/src/gpu/family/wy.cuh", line 44
+        /*0030*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0040*/                   NOP ;
+"""
+
+
 def run(fn, text, *args):
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
         f.write(text)
@@ -76,6 +98,31 @@ class NcuHotspots(unittest.TestCase):
         self.assertEqual(nh.opcode("@!P0 LDG.E.64 R6, [R8]"), "LDG")
         self.assertEqual(nh.opcode("HMMA.16816.F32.BF16 R1, R2, R3, R1"), "HMMA")
         self.assertEqual(nh.opcode(""), "?")
+
+    def test_listing_puts_source_lines_to_instructions(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".sass", delete=False) as f:
+            f.write(LISTING)
+        try:
+            listings = nh.read_listings([f.name])
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(listings["_Z2wyv"], [("LDG", "wy.cuh:40", "tile.cuh:7"), ("LDG", "wy.cuh:41", "wy.cuh:41"),
+                                              ("HMMA", "wy.cuh:41", "wy.cuh:41"), ("BAR", "wy.cuh:44", "wy.cuh:44"),
+                                              ("NOP", "wy.cuh:44", "wy.cuh:44")])
+        out = run(nh.sass_hotspots, SASS, 3, listings)
+        wy, sp = out.split("== state_pass")
+        self.assertIn("00007f00  LDG.E R2, desc[UR4][R4.64]  [wy.cuh:40 < tile.cuh:7]", wy)
+        self.assertIn("00007f20  HMMA.16816.F32.BF16 R10, R12, R14, R10  [wy.cuh:41]", wy)
+        # per source line: 600 at line 40, 200 + 150 at 41, 50 at 44
+        by_line = wy.split("source lines")[1]
+        self.assertLess(by_line.index(" 60.0%  wy.cuh:40"), by_line.index(" 35.0%  wy.cuh:41"))
+        self.assertIn("  5.0%  wy.cuh:44", by_line)
+        # state_pass's opcodes are no function's of the listing: said, no lines
+        self.assertIn("no function of the listings has these instructions", sp)
+        rows = [l for l in sp.splitlines() if "%  0000" in l]
+        self.assertEqual(len(rows), 2)
+        self.assertFalse(any(l.endswith("]") and "  [" in l for l in rows), rows)
+        self.assertNotIn("source lines (", sp)
 
     def test_missing_file_exits_2(self):
         sys_argv = sys.argv
