@@ -294,3 +294,35 @@ def test_rows_files_that_are_not_rows_exit_2_in_one_line(tmp_path):
             assert p.returncode in (0, 2) and "Traceback" not in p.stderr, (lines[j], p.stderr)
             if p.returncode == 2:
                 assert p.stderr.count("\n") == 1 and f"m{i}.jsonl:" in p.stderr, p.stderr
+
+
+def test_the_auto_oracle_gives_the_mpfr_oracles_verdicts_and_ratios(tmp_path):
+    """--oracle-tier auto (double-double where its estimated own error is negligible, MPFR
+    slices elsewhere) judges captured runs to the same verdicts as MPFR-256, and ratios
+    equal to 1e-9 relative (the two oracles differ by at most about a float64 ulp:
+    docs/oracle-tiers.md); its rows say which oracle."""
+    def with_dk_bug(**kw):
+        return linear_attn(**kw, bug="dk")
+    folder = str(tmp_path / "dk_bug")
+    capture(with_dk_bug, folder, "dk_bug")
+    got = {}
+    for tier in ("mpfr", "auto"):
+        rows = str(tmp_path / f"{tier}.jsonl")
+        p = judge(folder, "--jsonl", rows, "--oracle-tier", tier)
+        assert p.returncode == 1, p.stdout + p.stderr
+        got[tier] = {(r["case"], r["direction"], r["tensor"]): r for r in map(json.loads, open(rows))}
+    assert got["mpfr"].keys() == got["auto"].keys() and got["mpfr"]
+    for k, m in got["mpfr"].items():
+        a = got["auto"][k]
+        assert a["verdict"] == m["verdict"], k
+        assert abs(a["max_ratio"] - m["max_ratio"]) <= 1e-9 * max(abs(m["max_ratio"]), 1e-300), (k, a, m)
+        assert "oracle_tier" not in m and a["oracle_tier"] == "auto" and a["note"].endswith("oracle auto")
+    assert {k[1:] for k, r in got["auto"].items() if r["verdict"] == "FAIL"} == {("backward", "dk")}
+
+
+def test_an_unknown_oracle_tier_is_refused():
+    from ttrcheck import InputError
+    from ttrcheck.harness import _oracle
+    import pytest as pt
+    with pt.raises(InputError, match=r"oracle_tier: 'dd' is not one of auto\|mpfr"):
+        _oracle("linear_attn", {}, {}, False, "dd")
