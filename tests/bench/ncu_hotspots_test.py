@@ -60,16 +60,23 @@ _Z2wyv:
 """
 
 
-def run(fn, text, *args):
-    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+@contextlib.contextmanager
+def written(text, suffix):
+    """A temporary file holding `text`, its path while the block runs."""
+    with tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False) as f:
         f.write(text)
     try:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            fn(f.name, *args)
-        return out.getvalue()
+        yield f.name
     finally:
         os.unlink(f.name)
+
+
+def run(fn, text, *args):
+    with written(text, ".csv") as path:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            fn(path, *args)
+        return out.getvalue()
 
 
 class NcuHotspots(unittest.TestCase):
@@ -100,12 +107,8 @@ class NcuHotspots(unittest.TestCase):
         self.assertEqual(nh.opcode(""), "?")
 
     def test_listing_puts_source_lines_to_instructions(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".sass", delete=False) as f:
-            f.write(LISTING)
-        try:
-            listings = nh.read_listings([f.name])
-        finally:
-            os.unlink(f.name)
+        with written(LISTING, ".sass") as path:
+            listings = nh.read_listings([path])
         self.assertEqual(listings["_Z2wyv"], [("LDG", "wy.cuh:40", "tile.cuh:7"), ("LDG", "wy.cuh:41", "wy.cuh:41"),
                                               ("HMMA", "wy.cuh:41", "wy.cuh:41"), ("BAR", "wy.cuh:44", "wy.cuh:44"),
                                               ("NOP", "wy.cuh:44", "wy.cuh:44")])
