@@ -79,10 +79,11 @@ std::string case_name(const LoadedInputs& in, const std::string& path) {
 
 // Reads the candidate: every spec output it holds, as doubles. `o` is required;
 // other outputs (a kernel may not return its final state) are optional; tensors
-// the layer does not know are ignored. Sets `storage` to `o`'s dtype.
+// the layer does not know, and those `skip` names (--not-judged), are ignored.
+// Sets `storage` to the first required tensor's dtype.
 TensorMap<double> load_candidate(const io::TensorFile& f, const std::string& path, const LayerSpec& spec,
                                  const std::map<std::string, Shape>& shapes, const std::vector<std::string>& required,
-                                 io::DType& storage) {
+                                 const std::vector<std::string>& skip, io::DType& storage) {
   if (const auto l = f.metadata.find("layer"); l != f.metadata.end() && l->second != spec.name)
     throw InputError(fmt::format("{}: candidate was written for layer '{}', not '{}' (metadata 'layer')", path,
                                  l->second, spec.name));
@@ -94,7 +95,7 @@ TensorMap<double> load_candidate(const io::TensorFile& f, const std::string& pat
   TensorMap<double> out;
   for (const auto& ts : spec.outputs) {
     const auto it = f.tensors.find(ts.name);
-    if (it == f.tensors.end()) continue;
+    if (it == f.tensors.end() || std::ranges::find(skip, ts.name) != skip.end()) continue;
     const std::string what = fmt::format("{}: tensor '{}'", path, ts.name);
     if (!io::is_floating(it->second.dtype))
       throw InputError(fmt::format("{} has dtype {}; expected a floating dtype (F64, F32, BF16, F16)", what,
@@ -211,8 +212,7 @@ std::unique_ptr<Prepared> prepare(const CheckRequest& req) {
   }
   if (required.empty()) throw InputError("--not-judged: every gradient left unjudged; nothing to judge");
   io::DType storage = io::DType::F32;
-  p->candidate = load_candidate(req.candidate, req.candidate_source, spec, shapes, required, storage);
-  for (const std::string& name : req.not_judged) p->candidate.erase(name);
+  p->candidate = load_candidate(req.candidate, req.candidate_source, spec, shapes, required, req.not_judged, storage);
   ms.dtype = policy ? policy->dtype : req.dtype.empty() ? tier_of_storage(storage) : parse_kernel_dtype(req.dtype);
   ms.policy = policy ? policy->policy : Policy::native;
   ms.chunk_size = req.chunk_size;

@@ -234,17 +234,29 @@ TEST_F(CliCheck, CandidateWithoutFinalStateListsItAbsent) {
   EXPECT_EQ(report_doc()["checks"][0]["tensors"][1]["present"], false);
 }
 
-// --not-judged leaves a tensor out even where the candidate holds it (wrong here):
-// reported absent, the verdict the others'. 'o' and names the layer lacks are bad input.
+// --not-judged leaves a tensor out even where the candidate holds it, wrong in value
+// or in shape: reported absent, the verdict the others'. 'o' and names the layer
+// lacks are bad input.
 TEST_F(CliCheck, NotJudgedTensorIsAbsentEvenWhenWrong) {
-  const std::string wrong = candidate([](TensorMap<double>& t) {
-    for (double& x : t.at("ht").data) x = 2 * x + 1;
-  });
+  const std::string wrong = candidate(
+      [](TensorMap<double>& t) {
+        for (double& x : t.at("ht").data) x = 2 * x + 1;
+      },
+      DType::BF16, "wrong.safetensors");
+  const std::string misshaped = candidate(
+      [](TensorMap<double>& t) {
+        t.at("ht").shape = {1};
+        t.at("ht").data = {0.0};
+      },
+      DType::BF16, "misshaped.safetensors");
   EXPECT_EQ(check(wrong).exit_code, 1);
-  const CliResult r = check(wrong, {"--not-judged", "ht"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(table_line(r.out, "ht").find("absent"), std::string::npos) << r.out;
-  EXPECT_EQ(report_doc()["checks"][0]["tensors"][1]["present"], false);
+  EXPECT_EQ(check(misshaped).exit_code, 2);
+  for (const std::string& cand : {wrong, misshaped}) {
+    const CliResult r = check(cand, {"--not-judged", "ht"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(table_line(r.out, "ht").find("absent"), std::string::npos) << r.out;
+    EXPECT_EQ(report_doc()["checks"][0]["tensors"][1]["present"], false);
+  }
 }
 
 TEST_F(CliCheck, NotJudgedOOrAnUnknownTensorExits2) {
