@@ -300,9 +300,7 @@ def _regenerated(meta: Mapping[str, Any], regen: Mapping[str, Any], path: str) -
     case = cases[0]
     ins, src = dict(case.inputs), dict(case.backward_inputs if backward else case.inputs)
     if meta.get("sample"):
-        spec = api.layer(meta["layer"])
-        batch = next(np.shape(src[t.name])[0] for t in spec.inputs if t.name in src and t.dims[:1] == ("B",))
-        take, _, _ = _sampler(spec, meta["sample"], batch, src.get("cu_seqlens"))
+        take, _, _ = _case_sampler(api.layer(meta["layer"]), meta["sample"], src)
         ins = {n: take(n, np.asarray(a)) for n, a in ins.items()}
         src = {n: take(n, np.asarray(a)) for n, a in src.items()}
     out = {"inputs": {n: ins[n] for n in regen["inputs"]}}
@@ -312,6 +310,13 @@ def _regenerated(meta: Mapping[str, Any], regen: Mapping[str, Any], path: str) -
         raise InputError(f"{path}: the inputs made again from seed {meta['seed']} differ from the captured run's "
                          "(the generators changed since the capture): judge it with the ttrcheck that captured it")
     return out
+
+
+def _case_sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]], arrays: Mapping[str, np.ndarray]):
+    """:func:`_sampler` for a case's tensors: the batch from its first [B, ...] input, its
+    cu_seqlens if it has one."""
+    batch = next(np.shape(arrays[t.name])[0] for t in spec.inputs if t.name in arrays and t.dims[:1] == ("B",))
+    return _sampler(spec, sample, batch, arrays.get("cu_seqlens"))
 
 
 def _sampler(spec: api.LayerSpec, sample: Mapping[str, Sequence[int]], batch: int,
@@ -451,9 +456,7 @@ def execute(fn: Callable, backend: Backend, layer: Optional[str] = None, *, suit
                 case_inputs, src = dict(case.inputs), source
                 record = None
                 if sample:
-                    batch = next(np.shape(seen[t.name])[0] for t in spec.inputs
-                                 if t.name in seen and t.dims[:1] == ("B",))
-                    take, record, unjudged = _sampler(spec, sample, batch, seen.get("cu_seqlens"))
+                    take, record, unjudged = _case_sampler(spec, sample, seen)
                     seen = {n: take(n, a) for n, a in seen.items()}
                     case_inputs = {n: take(n, np.asarray(a)) for n, a in case_inputs.items()}
                     src = {n: take(n, np.asarray(a)) for n, a in source.items()}
