@@ -346,6 +346,16 @@ void gka_chunk_backward(const GkaBackwardArgs& a);
 // Device queries (no exception when there is no device: returns 0 / empty).
 int device_count();
 std::string device_name(int device = 0);
+// Whether the current device runs the kernels compiled for sm_90a alone (Hopper's
+// warpgroup MMA: the bf16 state pass's `32w` tiling, gpu/family/delta_state_tiling.cuh):
+// compute capability 9.0.
+bool hopper_state_pass_available();
+// The warpgroup-MMA layer alone on the operand layouts of the Hopper state passes
+// (gpu/core/wgmma_probe_sm90a.cu), host pointers, bf16 bits in: A 64 × 128, B 128 × 32,
+// C 64 × 32, G 64 × 64 row-major; out P1 = A B (64 × 32), P2 = Aᵀ C and P3 = −Aᵀ C
+// (128 × 32), P4 = Gᵀ C (64 × 32). Compute capability 9.0 only.
+void hopper_mma_probe(const std::uint16_t* A, const std::uint16_t* B, const std::uint16_t* C, const std::uint16_t* G,
+                      float* P1, float* P2, float* P3, float* P4);
 
 // Small RAII device buffer for host code (tests, the gate, the CLI).
 class DeviceBuffer {

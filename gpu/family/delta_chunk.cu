@@ -43,6 +43,7 @@
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/tile.cuh"
 #include "gpu/family/delta_chunk_stages.cuh"
+#include "gpu/family/delta_state_wgmma.hpp"
 
 namespace ttr::gpu {
 namespace {
@@ -133,7 +134,10 @@ void stage1(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
 // W tiles by multicast. All give the same bits (their check:
 // CudaDelta.StatePassTilingsGiveTheSameBits); the clusters measured slowest.
 // The 32-column tilings hold three chunks' inputs (two chunks of lookahead for the
-// loads; the same bits), the others two: TTR_GPU_STATE_STAGES=2|3 sets it.
+// loads; the same bits), the others two: TTR_GPU_STATE_STAGES=2|3 sets it. "32w" runs
+// the Hopper pass instead (delta_state_wgmma_sm90a.cu: one warpgroup a block, wgmma;
+// its own summation order inside a product step, so not the same bits) where the
+// device is compute capability 9.0 and K = 128.
 // fp32: 16 columns, double-buffered where shared memory allows.
 #include "gpu/family/delta_state_tiling.cuh"
 
@@ -141,7 +145,8 @@ template <class E, Decay D>
 void stage2(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t stream) {
   const unsigned BH = static_cast<unsigned>(s.B) * s.H;
   if constexpr (std::is_same_v<E, __nv_bfloat16>) {
-    const StateTiling t = state_tiling(a.V);
+    const StateTiling t = state_tiling(a.K, a.V);
+    if (t.hopper) return chunk::launch_hopper_state_pass(a, s, work, stream);
     const unsigned cx = t.cluster ? cluster_blocks(a.V / t.bv) : 1;
     with_static_kv(s.K, s.V, [&](auto kv) {
       constexpr int KV = decltype(kv)::value;

@@ -51,6 +51,7 @@
 #include "gpu/family/delta_chunk_backward/state_pass.cuh"
 #include "gpu/family/delta_chunk_backward/wy.cuh"
 #include "gpu/family/delta_chunk_stages.cuh"
+#include "gpu/family/delta_dstate_wgmma.hpp"
 
 namespace ttr::gpu {
 namespace {
@@ -206,10 +207,16 @@ void launch(const DeltaBackwardArgs& x) {
     chunk_bwd::prep<E, D><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm3, stream>>>(a, w);
     TTR_CUDA_CHECK_LAUNCH("chunk backward prep");
     timer.mark(3);
-    with_static_kv(s.K, s.V, [&](auto kv) {
-      if (BV == 32) launch_dstate<E, D, 32, decltype(kv)::value>(a, w, BH, stream);
-      else launch_dstate<E, D, 16, decltype(kv)::value>(a, w, BH, stream);
-    });
+    // TTR_GPU_STATE_BV=32w: the Hopper pass (delta_dstate_wgmma_sm90a.cu), as the forward's.
+    bool hopper = false;
+    if constexpr (std::is_same_v<E, __nv_bfloat16>) hopper = BV == 32 && chunk::hopper_state_passes_chosen(s.K, s.V);
+    if constexpr (std::is_same_v<E, __nv_bfloat16>)
+      if (hopper) chunk_bwd::launch_hopper_dstate_pass(D, a, w, BH, stream);
+    if (!hopper)
+      with_static_kv(s.K, s.V, [&](auto kv) {
+        if (BV == 32) launch_dstate<E, D, 32, decltype(kv)::value>(a, w, BH, stream);
+        else launch_dstate<E, D, 16, decltype(kv)::value>(a, w, BH, stream);
+      });
     TTR_CUDA_CHECK_LAUNCH("chunk backward dstate_pass");
     timer.mark(4);
     const std::size_t sm5 = chunk_bwd::dqkwg_smem<E, D>(s);

@@ -13,10 +13,12 @@ struct StateTiling {
   int bv = 16, split = 1;
   bool cluster = false;
   int stages = 2;
+  bool hopper = false;  // the warpgroup-MMA pass (delta_state_wgmma_sm90a.cu), 3 stages of its own
 };
 inline int state_stages(const StateTiling& tiling) {
   const char* e = std::getenv("TTR_GPU_STATE_STAGES");
   const std::string t = e ? e : "";
+  if (tiling.hopper) return 3;  // its own buffers; the variable does not apply
   if (t.empty()) return tiling.bv == 32 && !tiling.cluster ? 3 : 2;
   if (t == "2") return 2;
   if (t == "3" && !tiling.cluster) return 3;
@@ -25,7 +27,10 @@ inline int state_stages(const StateTiling& tiling) {
 // The default: 32 columns a block where V allows (the fastest of the five on the H200,
 // 2026-12-06: docs/gpu-delta-backward-speed-2026-12-06.md, "The state pass's column tilings
 // measured"), else 16.
-inline StateTiling column_tiling(int V) {
+// "32w": the Hopper pass (32 columns, one warpgroup a block, wgmma) where the device is
+// compute capability 9.0 and K = 128, V a multiple of 32; elsewhere the 32-column
+// mma.sync tiling (or 16 columns), as "32" falls back.
+inline StateTiling column_tiling(int K, int V) {
   const char* e = std::getenv("TTR_GPU_STATE_BV");
   const std::string t = e ? e : "";
   const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to 16 columns
@@ -35,11 +40,15 @@ inline StateTiling column_tiling(int V) {
   if (t == "32") return wide ? StateTiling{32, 1, false} : StateTiling{};
   if (t == "32x2") return wide ? StateTiling{32, 2, false} : StateTiling{};
   if (t == "32x2c") return wide ? StateTiling{32, 2, true} : StateTiling{};
+  if (t == "32w") {
+    if (chunk::hopper_state_passes_chosen(K, V)) return {32, 1, false, 3, true};
+    return wide ? StateTiling{32, 1, false} : StateTiling{};
+  }
   // A misspelt value would time the default under another name.
-  throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 16c or 32x2c");
+  throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 16c, 32x2c or 32w");
 }
-inline StateTiling state_tiling(int V) {
-  StateTiling t = column_tiling(V);
+inline StateTiling state_tiling(int K, int V) {
+  StateTiling t = column_tiling(K, V);
   t.stages = state_stages(t);
   return t;
 }

@@ -23,6 +23,7 @@
 #include "gate/error_model.hpp"
 #include "gate/judge.hpp"
 #include "gate/kernel_checks.hpp"
+#include "gpu/api.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
 #include "tests/gpu/gpu_checks.hpp"
@@ -219,6 +220,28 @@ TEST(CudaDeltaBackward, KeptUtInverseGivesTheSameGradients) {
           for (double x : t.data) ASSERT_TRUE(std::isfinite(x)) << what << " " << name;
       }
     }
+}
+
+// The chunk backward recomputes the chunk states with the forward's state pass: under
+// the Hopper pass (TTR_GPU_STATE_BV=32w) its gradients are judged against the MPFR
+// backward oracle under the chunk backward's model, for every layer of the family,
+// K = V = 128 over three chunks with h0 and dht.
+TEST(CudaDeltaBackward, HopperStatePassGradientsPassTheJudge) {
+  TTR_REQUIRE_DEVICE();
+  if (!gpu::hopper_state_pass_available()) GTEST_SKIP() << "the Hopper state pass needs compute capability 9.0";
+  Regime states;
+  states.optional_inputs = true;
+  const VectorCase c{"t150_k128_h0", "", dims(1, 150, 2, 128, 128), states, {}};
+  const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "32w");
+  for (const std::string& layer : backward_layers()) {
+    const LayerEntry& e = find_layer(layer);
+    const TensorMap<double> in = generate_backward_inputs(e.spec, c, 73);
+    const Config cfg = Config::make(e.spec, c.config);
+    Judge judge(e, in, cfg, {Tier::mpfr, 128}, Direction::backward);
+    const ModelSpec ms = kernel_model(Form::chunk, Tier::bf16, 8, 5, Direction::backward);
+    const auto r = judge(run_backward(layer, Form::chunk, Tier::bf16, in, cfg), ms);
+    EXPECT_TRUE(r.pass) << layer << " worst ratio " << worst_ratio(r);
+  }
 }
 
 // A planted bug must fail: the kernel's gradients on other inputs (another seed)

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gate/kernel_checks.hpp"
+#include "gpu/api.hpp"
 #include "tests/gpu/gpu_checks.hpp"
 #include "gate/error_model.hpp"
 #include "oracles/registry.hpp"
@@ -179,6 +180,39 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
     const test::ScopedEnv stages("TTR_GPU_STATE_STAGES", "3");
     EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, gcfg));
   }
+}
+
+// The Hopper state pass (TTR_GPU_STATE_BV=32w: one warpgroup a block, the products as
+// wgmma from swizzled shared-memory tiles, gpu/family/delta_state_wgmma_sm90a.cu). Its
+// tensor-core steps sum in their own order, so it is judged against the MPFR oracle
+// under the chunk form's model, not bit for bit against the mma.sync tilings: every
+// decay (none, scalar, per key), K = 128 with V = 128 (four column blocks) and V = 96
+// (three), initial states, one whole chunk and partial last chunks over several
+// chunks (the three buffers reused). Repeated runs are bit-identical.
+TEST(CudaDelta, HopperStatePassPassesTheGate) {
+  TTR_REQUIRE_DEVICE();
+  if (!gpu::hopper_state_pass_available()) GTEST_SKIP() << "the Hopper state pass needs compute capability 9.0";
+  Regime states;
+  states.optional_inputs = true;
+  const std::vector<VectorCase> cases = {
+      {"t64_k128", "", dims(1, 64, 2, 128, 128), {}, {}},
+      {"t130_k128_h0", "", dims(1, 130, 2, 128, 128), states, {}},
+      {"t250_k128_v96_h0", "", dims(2, 250, 1, 128, 96), states, {}},
+  };
+  const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "32w");
+  for (const char* layer : {"delta_rule", "gated_delta_rule", "kda"})
+    for (const VectorCase& c : cases) {
+      const LayerEntry& e = find_layer(layer);
+      KernelCheckOptions uo;
+      uo.cross = true;
+      const auto r = check_unit(e, c, 31, uo);
+      report(r);
+      expect_pass(r);
+      const TensorMap<double> in = generate_inputs(e.spec, c, 31);
+      const Config cfg = Config::make(e.spec, c.config);
+      test::expect_same_bits(run_kernel(layer, Form::chunk, Tier::bf16, in, cfg),
+                             run_kernel(layer, Form::chunk, Tier::bf16, in, cfg), fmt::format("{} {} 32w", layer, c.name));
+    }
 }
 
 // A planted bug must fail: the chunk kernel's output against the oracle of
