@@ -10,33 +10,21 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gpu/api.hpp"
+#include "reference/core/float16.hpp"
 #include "tests/gpu/gpu_checks.hpp"
 
 namespace ttr {
 namespace {
 
-std::uint16_t to_bf16(float x) {  // round to nearest even (finite x)
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
-double from_bf16(std::uint16_t b) {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 std::vector<std::uint16_t> random_bf16(std::size_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> d(-2.0f, 2.0f);
   std::vector<std::uint16_t> v(n);
-  for (auto& x : v) x = to_bf16(d(rng));
+  for (auto& x : v) x = bf16_bits(BF16Format::round(d(rng)));
   return v;
 }
 
@@ -67,11 +55,11 @@ TEST(CudaWgmma, OperandLayoutsGiveTheProducts) {
              G = random_bf16(64 * 64, rng);
   std::vector<float> P1(64 * 32), P2(128 * 32), P3(128 * 32), P4(64 * 32);
   gpu::hopper_mma_probe(A.data(), B.data(), C.data(), G.data(), P1.data(), P2.data(), P3.data(), P4.data());
-  auto a = [&](int i, int k) { return from_bf16(A[i * 128 + k]); };
-  auto at = [&](int i, int k) { return from_bf16(A[k * 128 + i]); };  // Aᵀ: 128 × 64
-  auto b = [&](int k, int j) { return from_bf16(B[k * 32 + j]); };
-  auto c = [&](int k, int j) { return from_bf16(C[k * 32 + j]); };
-  auto gt = [&](int i, int k) { return from_bf16(G[k * 64 + i]); };
+  auto a = [&](int i, int k) { return bf16_value(A[i * 128 + k]); };
+  auto at = [&](int i, int k) { return bf16_value(A[k * 128 + i]); };  // Aᵀ: 128 × 64
+  auto b = [&](int k, int j) { return bf16_value(B[k * 32 + j]); };
+  auto c = [&](int k, int j) { return bf16_value(C[k * 32 + j]); };
+  auto gt = [&](int i, int k) { return bf16_value(G[k * 64 + i]); };
   expect_product(P1, 64, 32, 128, a, b, 1.0, "A B (K-major A, N-major B)");
   expect_product(P2, 128, 32, 64, at, c, 1.0, "A^T C (M-major A)");
   expect_product(P3, 128, 32, 64, at, c, -1.0, "-A^T C (A scaled by -1)");
