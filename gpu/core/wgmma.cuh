@@ -23,30 +23,17 @@
 
 #include <cstdint>
 
+#include "gpu/core/wgmma_layout.hpp"
+
 namespace ttr::gpu::wgmma {
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// Byte offset `off` (from a repeat-aligned tile base) of a ROW-byte-row tile, swizzled:
-// CuTe's Swizzle<log2(ROW/16), 4, 3>, the 16-byte chunk bits XORed with the 128-byte
-// line bits above them.
-template <int ROW>
-__host__ __device__ constexpr unsigned swizzle(unsigned off) {
-  static_assert(ROW == 128 || ROW == 64 || ROW == 32, "128-, 64- or 32-byte swizzle");
-  return off ^ (((off >> 7) & (ROW / 16 - 1)) << 4);
-}
-
-// The descriptor of an operand starting at `p` in a ROW-swizzled tile (bits 0–13 start
-// address, 16–29 LBO, 32–45 SBO, each in 16-byte units; 62–63 the swizzle mode; the
-// base offset 0: the tile is aligned to its repeat).
-template <int ROW>
-__device__ __forceinline__ std::uint64_t desc(const void* p, unsigned lbo, unsigned sbo) {
-  constexpr std::uint64_t mode = ROW == 128 ? 1 : (ROW == 64 ? 2 : 3);
-  return static_cast<std::uint64_t>((smem_addr(p) & 0x3FFFF) >> 4) |
-         static_cast<std::uint64_t>((lbo & 0x3FFFF) >> 4) << 16 |
-         static_cast<std::uint64_t>((sbo & 0x3FFFF) >> 4) << 32 | mode << 62;
+// The descriptor of an operand (gpu/core/wgmma_layout.hpp) whose tiles start at `base`.
+__device__ __forceinline__ std::uint64_t desc(const void* base, const Operand& op) {
+  return encode(smem_addr(base) + op.start, op);
 }
 
 // Orders this thread's register and shared-memory accesses before the warpgroup's next

@@ -18,30 +18,26 @@
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/wgmma.cuh"
+#include "gpu/family/delta_state_wgmma_layout.hpp"
 
 namespace ttr::gpu {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using namespace state_wgmma;  // the passes' tile layouts and operands
 
 __global__ void __launch_bounds__(128) probe(const bf16* A, const bf16* B, const bf16* C, const bf16* G, float* P1,
                                              float* P2, float* P3, float* P4) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  __shared__ __align__(1024) unsigned char As[2 * 64 * 128];  // two 64-column halves, 128-byte rows
-  __shared__ __align__(1024) unsigned char Gs[64 * 128];
-  __shared__ __align__(1024) unsigned char Bs[128 * 64];  // 64-byte rows
-  __shared__ __align__(1024) unsigned char Cs[64 * 64];
+  __shared__ __align__(1024) unsigned char As[kTileW];  // two 64-column halves, 128-byte rows
+  __shared__ __align__(1024) unsigned char Gs[64 * kRowM];
+  __shared__ __align__(1024) unsigned char Bs[128 * kRowB];  // 64-byte rows
+  __shared__ __align__(1024) unsigned char Cs[64 * kRowB];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, gq = lane / 4, qd = lane % 4;
-  for (int i = tid; i < 64 * 128; i += 128) {  // element (r, c) of A: half c / 64, byte 2(c mod 64)
-    const int r = i / 128, c = i % 128;
-    *reinterpret_cast<bf16*>(As + (c / 64) * 8192 + wgmma::swizzle<128>(r * 128 + (c % 64) * 2)) = A[i];
-  }
-  for (int i = tid; i < 64 * 64; i += 128)
-    *reinterpret_cast<bf16*>(Gs + wgmma::swizzle<128>((i / 64) * 128 + (i % 64) * 2)) = G[i];
-  for (int i = tid; i < 128 * 32; i += 128)
-    *reinterpret_cast<bf16*>(Bs + wgmma::swizzle<64>((i / 32) * 64 + (i % 32) * 2)) = B[i];
-  for (int i = tid; i < 64 * 32; i += 128)
-    *reinterpret_cast<bf16*>(Cs + wgmma::swizzle<64>((i / 32) * 64 + (i % 32) * 2)) = C[i];
+  for (int i = tid; i < 64 * 128; i += 128) *reinterpret_cast<bf16*>(As + key_tile(i / 128, i % 128)) = A[i];
+  for (int i = tid; i < 64 * 64; i += 128) *reinterpret_cast<bf16*>(Gs + score_tile(i / 64, i % 64)) = G[i];
+  for (int i = tid; i < 128 * 32; i += 128) *reinterpret_cast<bf16*>(Bs + col_tile(i / 32, i % 32)) = B[i];
+  for (int i = tid; i < 64 * 32; i += 128) *reinterpret_cast<bf16*>(Cs + col_tile(i / 32, i % 32)) = C[i];
   wgmma::fence_proxy_async();
   __syncthreads();
   float d1[16], d2[2][16], d3[2][16], d4[16];
@@ -49,8 +45,7 @@ __global__ void __launch_bounds__(128) probe(const bf16* A, const bf16* B, const
   wgmma::fence_operand(d1);
   wgmma::fence();
   for (int kk = 0; kk < 8; ++kk)
-    wgmma::mma_m64n32k16<0, 1>(d1, wgmma::desc<128>(As + (kk / 4) * 8192 + (kk % 4) * 32, 0, 1024),
-                               wgmma::desc<64>(Bs + kk * 16 * 64, 0, 512), 1);
+    wgmma::mma_m64n32k16<0, 1>(d1, wgmma::desc(As, keys_along_k(kk)), wgmma::desc(Bs, cols_along_n(kk)), 1);
   wgmma::commit();
   wgmma::wait<0>();
   wgmma::fence_operand(d1);
@@ -59,8 +54,7 @@ __global__ void __launch_bounds__(128) probe(const bf16* A, const bf16* B, const
     wgmma::fence_operand(d3[mt]);
     wgmma::fence();
     for (int kk = 0; kk < 4; ++kk) {
-      const auto da = wgmma::desc<128>(As + mt * 8192 + kk * 16 * 128, 8192, 1024);
-      const auto db = wgmma::desc<64>(Cs + kk * 16 * 64, 0, 512);
+      const auto da = wgmma::desc(As, keys_along_m(mt, kk)), db = wgmma::desc(Cs, cols_along_n(kk));
       wgmma::mma_m64n32k16<1, 1>(d2[mt], da, db, 1);
       wgmma::mma_m64n32k16<1, 1, -1>(d3[mt], da, db, 1);
     }
@@ -72,7 +66,7 @@ __global__ void __launch_bounds__(128) probe(const bf16* A, const bf16* B, const
   wgmma::fence_operand(d4);
   wgmma::fence();
   for (int kk = 0; kk < 4; ++kk)
-    wgmma::mma_m64n32k16<1, 1>(d4, wgmma::desc<128>(Gs + kk * 16 * 128, 0, 1024), wgmma::desc<64>(Cs + kk * 16 * 64, 0, 512), 1);
+    wgmma::mma_m64n32k16<1, 1>(d4, wgmma::desc(Gs, scores_along_m(kk)), wgmma::desc(Cs, cols_along_n(kk)), 1);
   wgmma::commit();
   wgmma::wait<0>();
   wgmma::fence_operand(d4);

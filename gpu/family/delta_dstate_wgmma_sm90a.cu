@@ -27,14 +27,14 @@
 #include "gpu/core/launch.cuh"
 #include "gpu/core/wgmma.cuh"
 #include "gpu/family/delta_dstate_wgmma.hpp"
+#include "gpu/family/delta_state_wgmma_layout.hpp"
 
 namespace ttr::gpu::chunk_bwd {
 namespace {
 
-constexpr int kK = 128, kBV = 32, kThreadsW = 128;
-constexpr int kRowW = 128, kHalfW = kChunk * kRowW, kTileW = (kK / 64) * kHalfW;  // as the forward pass
-constexpr int kRowB = 2 * kBV;                                                    // dO, dH, dΔ rows: 64 bytes
-constexpr int kTileM = kChunk * 128;                                               // scores: 64 × 64, 128-byte rows
+using namespace state_wgmma;  // the tile layouts and operands (delta_state_wgmma_layout.hpp)
+constexpr int kThreadsW = 128;
+constexpr int kTileM = kChunk * kRowM;  // the 64 × 64 scores
 constexpr int kTileO = kChunk * kRowB;
 // One buffer: W, WD, QD, M, dO, the gates (K floats at most), 1024-aligned.
 constexpr int kStage = (3 * kTileW + kTileM + kTileO + kK * 4 + 1023) / 1024 * 1024;
@@ -71,8 +71,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) dstate_pass_wgmma(Args<bf16> a, 
   // rows tid/8 + 16i of the scores; the rows of each differ by multiples of 8, so the
   // swizzled chunk is one per thread.
   const int wrow = tid / 16, c16 = tid % 16, mrow = tid / 8, c8 = tid % 8;
-  const unsigned wdst = (c16 / 8) * kHalfW + wgmma::swizzle<kRowW>(wrow * kRowW + (c16 % 8) * 16);
-  const unsigned mdst = wgmma::swizzle<128>(mrow * 128 + c8 * 16);
+  const unsigned wdst = key_tile(wrow, c16 * 8), mdst = score_tile(mrow, c8 * 8);  // + 8i (16i) rows: + 8i (16i) rows' bytes
   auto prefetch = [&](int n) {
     unsigned char* st = smem + (n % kStages) * kStage;
     const int t0 = n * kChunk, c = min(kChunk, len - t0);
@@ -85,14 +84,14 @@ __global__ void __launch_bounds__(kThreadsW, 1) dstate_pass_wgmma(Args<bf16> a, 
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      cp_async16(st + 3 * kTileW + mdst + i * 16 * 128, Mg + static_cast<std::int64_t>(t0 + mrow + 16 * i) * kChunk + c8 * 8);
+      cp_async16(st + 3 * kTileW + mdst + i * 16 * kRowM, Mg + static_cast<std::int64_t>(t0 + mrow + 16 * i) * kChunk + c8 * 8);
     // dO [B, T, H, V] (or the packed tokens): rows past the sequence are zero.
     unsigned char* dOt = st + 3 * kTileW + kTileM;
     const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int v = tid + i * kThreadsW, r = v / 4, cc = v % 4;
-      unsigned char* dst = dOt + wgmma::swizzle<kRowB>(r * kRowB + cc * 16);
+      unsigned char* dst = dOt + col_tile(r, cc * 8);
       if (r < c) cp_async16(dst, a.do_ + (row0 + static_cast<std::int64_t>(r) * s.H) * V + j0 + cc * 8);
       else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
     }
@@ -165,7 +164,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) dstate_pass_wgmma(Args<bf16> a, 
 #pragma unroll
       for (int i = 0; i < 16; i += 2) {
         const int key = key_of(mt, i), col = col_of(i);
-        unsigned* t = reinterpret_cast<unsigned*>(dse + wgmma::swizzle<kRowB>(key * kRowB + col * 2));
+        unsigned* t = reinterpret_cast<unsigned*>(dse + col_tile(key, col));
         if (dv_late) {  // dse holds chunk n + 1's dH (stored before the last barrier); this one's from the accumulators
           st_pair(dHn + static_cast<std::int64_t>(key) * V + col, dS[mt][i], dS[mt][i + 1]);
           const bf16* later = dHn + static_cast<std::int64_t>(kK) * V + static_cast<std::int64_t>(key) * V + col;
@@ -194,19 +193,18 @@ __global__ void __launch_bounds__(kThreadsW, 1) dstate_pass_wgmma(Args<bf16> a, 
     // One accumulator after another (interleaved, ptxas waited between them).
 #pragma unroll
     for (int kk = 0; kk < kChunk / 16; ++kk)
-      mma<1, 1, 1>(acc, wgmma::desc<128>(Mt + kk * 16 * 128, 0, 8 * 128), wgmma::desc<kRowB>(dOt + kk * 16 * kRowB, 0, 8 * kRowB));
+      mma<1, 1, 1>(acc, wgmma::desc(Mt, scores_along_m(kk)), wgmma::desc(dOt, cols_along_n(kk)));
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int kk = 0; kk < kChunk / 16; ++kk)
-        mma<1, 1, 1>(tmp[mt], wgmma::desc<kRowW>(QDt + mt * kHalfW + kk * 16 * kRowW, kHalfW, 8 * kRowW),
-                     wgmma::desc<kRowB>(dOt + kk * 16 * kRowB, 0, 8 * kRowB));
+        mma<1, 1, 1>(tmp[mt], wgmma::desc(QDt, keys_along_m(mt, kk)), wgmma::desc(dOt, cols_along_n(kk)));
     wgmma::commit();
     if (!dv_late)  // dH to global memory from dse while the products run
       for (int v = tid; v < kK * kRowB / 16; v += kThreadsW) {
         const int r = v / (kRowB / 16), cc = v % (kRowB / 16);
         *reinterpret_cast<uint4*>(dHn + static_cast<std::int64_t>(r) * V + cc * 8) =
-            *reinterpret_cast<const uint4*>(dse + wgmma::swizzle<kRowB>(r * kRowB + cc * 16));
+            *reinterpret_cast<const uint4*>(dse + col_tile(r, cc * 8));
       }
     wgmma::wait<0>();
     wgmma::fence_operand(acc);
@@ -234,8 +232,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) dstate_pass_wgmma(Args<bf16> a, 
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kK / 16; ++kk)
-      mma<1, 0, 1>(acc, wgmma::desc<kRowW>(WDt + (kk / 4) * kHalfW + (kk % 4) * 32, 0, 8 * kRowW),
-                   wgmma::desc<kRowB>(dse + kk * 16 * kRowB, 0, 8 * kRowB));
+      mma<1, 0, 1>(acc, wgmma::desc(WDt, keys_along_k(kk)), wgmma::desc(dse, cols_along_n(kk)));
     wgmma::commit();
     wgmma::wait<0>();
     wgmma::fence_operand(acc);
@@ -243,7 +240,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) dstate_pass_wgmma(Args<bf16> a, 
 #pragma unroll
     for (int i = 0; i < 16; i += 2) {
       const int tok = 16 * warp + gq + (i % 4 >= 2 ? 8 : 0), col = col_of(i);
-      *reinterpret_cast<unsigned*>(Dt + wgmma::swizzle<kRowB>(tok * kRowB + col * 2)) = mma::pack_bf16(acc[i], acc[i + 1]);
+      *reinterpret_cast<unsigned*>(Dt + col_tile(tok, col)) = mma::pack_bf16(acc[i], acc[i + 1]);
     }
     wgmma::fence_proxy_async();
     __syncthreads();  // dΔ visible
@@ -255,13 +252,12 @@ __global__ void __launch_bounds__(kThreadsW, 1) dstate_pass_wgmma(Args<bf16> a, 
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int kk = 0; kk < kChunk / 16; ++kk)
-        mma<-1, 1, 1>(dS[mt], wgmma::desc<kRowW>(Wt + mt * kHalfW + kk * 16 * kRowW, kHalfW, 8 * kRowW),
-                      wgmma::desc<kRowB>(Dt + kk * 16 * kRowB, 0, 8 * kRowB));
+        mma<-1, 1, 1>(dS[mt], wgmma::desc(Wt, keys_along_m(mt, kk)), wgmma::desc(Dt, cols_along_n(kk)));
     wgmma::commit();
     for (int v = tid; v < kChunk * kRowB / 16; v += kThreadsW) {  // dΔ to global memory meanwhile
       const int r = v / (kRowB / 16), cc = v % (kRowB / 16);
       *reinterpret_cast<uint4*>(dDg + static_cast<std::int64_t>(t0 + r) * V + cc * 8) =
-          *reinterpret_cast<const uint4*>(Dt + wgmma::swizzle<kRowB>(r * kRowB + cc * 16));
+          *reinterpret_cast<const uint4*>(Dt + col_tile(r, cc * 8));
     }
     wgmma::wait<0>();
     wgmma::fence_operand(dS[0]);

@@ -40,16 +40,14 @@
 #include "gpu/core/wgmma.cuh"
 #include "gpu/family/delta_chunk_stages.cuh"
 #include "gpu/family/delta_state_wgmma.hpp"
+#include "gpu/family/delta_state_wgmma_layout.hpp"
 
 namespace ttr::gpu::chunk {
 namespace {
 
 using bf16 = __nv_bfloat16;
-constexpr int kK = 128, kBV = 32, kThreadsW = 128;
-constexpr int kRowW = 128;                 // bytes of a W row's 64-key half (128-byte swizzle)
-constexpr int kHalfW = kChunk * kRowW;     // 8 KB: 64 tokens × 64 keys
-constexpr int kTileW = (kK / 64) * kHalfW;  // 16 KB
-constexpr int kRowB = 2 * kBV;             // 64 bytes: a row of hs, Dt (64-byte swizzle)
+using namespace state_wgmma;  // the tile layouts and operands (delta_state_wgmma_layout.hpp)
+constexpr int kThreadsW = 128;
 constexpr int kLdU = kBV + 8;              // U's padded leading dimension (elements)
 constexpr int kTileU = kChunk * kLdU * 2;  // 5 KB
 // One buffer: W, W ⊙ e^{b_last−b}, U, the gates (K floats at most), 1024-aligned.
@@ -95,7 +93,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const 
   // A thread's share of a W tile: the 16-byte chunk c16 = tid % 16 of rows tid / 16 + 8i
   // (i < 8). The rows differ by multiples of 8, so the swizzled chunk is the same for all.
   const int wrow = tid / 16, c16 = tid % 16;
-  const unsigned wdst = (c16 / 8) * kHalfW + wgmma::swizzle<kRowW>(wrow * kRowW + (c16 % 8) * 16);
+  const unsigned wdst = key_tile(wrow, c16 * 8);  // + 8i rows: + 8i·kRowW (the same swizzled chunk)
   auto prefetch = [&](int n) {
     unsigned char* st = smem + (n % kStages) * kStage;
     const std::int64_t t0 = static_cast<std::int64_t>(n) * kChunk;
@@ -126,10 +124,8 @@ __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const 
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int key = 64 * mt + 16 * warp + gq, col = 8 * j + 2 * qd;
-        *reinterpret_cast<unsigned*>(hs + wgmma::swizzle<kRowB>(key * kRowB + col * 2)) =
-            pack(S[mt][4 * j], S[mt][4 * j + 1]);
-        *reinterpret_cast<unsigned*>(hs + wgmma::swizzle<kRowB>((key + 8) * kRowB + col * 2)) =
-            pack(S[mt][4 * j + 2], S[mt][4 * j + 3]);
+        *reinterpret_cast<unsigned*>(hs + col_tile(key, col)) = pack(S[mt][4 * j], S[mt][4 * j + 1]);
+        *reinterpret_cast<unsigned*>(hs + col_tile(key + 8, col)) = pack(S[mt][4 * j + 2], S[mt][4 * j + 3]);
       }
     cp_async_wait<1>();
     wgmma::fence_proxy_async();  // hs and this chunk's copies, seen by the tensor cores
@@ -143,9 +139,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const 
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kK / 16; ++kk) {
-      const auto da = wgmma::desc<kRowW>(st + (kk / 4) * kHalfW + (kk % 4) * 32, 0, 8 * kRowW);
-      const auto db = wgmma::desc<kRowB>(hs + kk * 16 * kRowB, 0, 8 * kRowB);
-      wgmma::mma_m64n32k16<0, 1>(acc, da, db, 1);
+      wgmma::mma_m64n32k16<0, 1>(acc, wgmma::desc(st, keys_along_k(kk)), wgmma::desc(hs, cols_along_n(kk)), 1);
     }
     wgmma::commit();
     // h_n to global memory from hs while the product runs (both only read hs).
@@ -153,7 +147,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const 
     for (int v = tid; v < kK * kRowB / 16; v += kThreadsW) {
       const int r = v / (kRowB / 16), cc = v % (kRowB / 16);
       *reinterpret_cast<uint4*>(Hg + hn + static_cast<std::int64_t>(r) * V + cc * 8) =
-          *reinterpret_cast<const uint4*>(hs + wgmma::swizzle<kRowB>(r * kRowB + cc * 16));
+          *reinterpret_cast<const uint4*>(hs + col_tile(r, cc * 8));
     }
     wgmma::wait<0>();
     wgmma::fence_operand(acc);
@@ -165,8 +159,7 @@ __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const 
       for (int h = 0; h < 2; ++h) {
         const int tok = 16 * warp + gq + 8 * h, col = 8 * j + 2 * qd;
         const float2 u = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(Ut + tok * kLdU + col));
-        *reinterpret_cast<unsigned*>(Dt + wgmma::swizzle<kRowB>(tok * kRowB + col * 2)) =
-            pack(u.x - acc[4 * j + 2 * h], u.y - acc[4 * j + 2 * h + 1]);
+        *reinterpret_cast<unsigned*>(Dt + col_tile(tok, col)) = pack(u.x - acc[4 * j + 2 * h], u.y - acc[4 * j + 2 * h + 1]);
       }
     wgmma::fence_proxy_async();
     __syncthreads();  // Δ visible
@@ -189,16 +182,14 @@ __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const 
 #pragma unroll
       for (int kk = 0; kk < kChunk / 16; ++kk) {
         // A[key][token] = WD[token][key]: the keys 64mt.. half, 16 tokens (rows) a step.
-        const auto da = wgmma::desc<kRowW>(st + kTileW + mt * kHalfW + kk * 16 * kRowW, kHalfW, 8 * kRowW);
-        const auto db = wgmma::desc<kRowB>(Dt + kk * 16 * kRowB, 0, 8 * kRowB);
-        wgmma::mma_m64n32k16<1, 1>(S[mt], da, db, 1);
+        wgmma::mma_m64n32k16<1, 1>(S[mt], wgmma::desc(st + kTileW, keys_along_m(mt, kk)), wgmma::desc(Dt, cols_along_n(kk)), 1);
       }
     wgmma::commit();
     // Δ's valid rows to global memory from Dt while the product runs.
     for (int v = tid; v < c * (kRowB / 16); v += kThreadsW) {
       const int r = v / (kRowB / 16), cc = v % (kRowB / 16);
       *reinterpret_cast<uint4*>(Dg + static_cast<std::int64_t>(t0 + r) * V + cc * 8) =
-          *reinterpret_cast<const uint4*>(Dt + wgmma::swizzle<kRowB>(r * kRowB + cc * 16));
+          *reinterpret_cast<const uint4*>(Dt + col_tile(r, cc * 8));
     }
     wgmma::wait<0>();
     wgmma::fence_operand(S[0]);
