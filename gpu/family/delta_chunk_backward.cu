@@ -208,15 +208,15 @@ void launch(const DeltaBackwardArgs& x) {
     TTR_CUDA_CHECK_LAUNCH("chunk backward prep");
     timer.mark(3);
     // TTR_GPU_STATE_BV=32w: the Hopper pass (delta_dstate_wgmma_sm90a.cu), as the forward's.
-    bool hopper = false;
-    if constexpr (std::is_same_v<E, __nv_bfloat16>) hopper = BV == 32 && chunk::hopper_state_passes_chosen(s.K, s.V);
-    if constexpr (std::is_same_v<E, __nv_bfloat16>)
-      if (hopper) chunk_bwd::launch_hopper_dstate_pass(D, a, w, BH, stream);
-    if (!hopper)
+    constexpr bool is_bf16 = std::is_same_v<E, __nv_bfloat16>;
+    if (is_bf16 && BV == 32 && chunk::hopper_state_passes_chosen(s.K, s.V)) {
+      if constexpr (is_bf16) chunk_bwd::launch_hopper_dstate_pass(D, a, w, BH, stream);
+    } else {
       with_static_kv(s.K, s.V, [&](auto kv) {
         if (BV == 32) launch_dstate<E, D, 32, decltype(kv)::value>(a, w, BH, stream);
         else launch_dstate<E, D, 16, decltype(kv)::value>(a, w, BH, stream);
       });
+    }
     TTR_CUDA_CHECK_LAUNCH("chunk backward dstate_pass");
     timer.mark(4);
     const std::size_t sm5 = chunk_bwd::dqkwg_smem<E, D>(s);

@@ -36,6 +36,7 @@
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/launch.cuh"
+#include "gpu/core/mma_sync.cuh"
 #include "gpu/core/tile.cuh"
 #include "gpu/core/wgmma.cuh"
 #include "gpu/family/delta_chunk_stages.cuh"
@@ -56,10 +57,8 @@ constexpr int kStages = 3;
 constexpr int kTileH = kK * kRowB, kTileD = kChunk * kRowB;
 constexpr std::size_t kSmem = 1024 + kStages * kStage + kTileH + kTileD;  // + the base's alignment
 
-__device__ __forceinline__ unsigned pack(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&v);
-}
+using mma::pack_bf16;
+using mma::unpack_bf16;
 
 template <Decay D>
 __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const float* __restrict__ h0,
@@ -124,8 +123,8 @@ __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const 
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int key = 64 * mt + 16 * warp + gq, col = 8 * j + 2 * qd;
-        *reinterpret_cast<unsigned*>(hs + col_tile(key, col)) = pack(S[mt][4 * j], S[mt][4 * j + 1]);
-        *reinterpret_cast<unsigned*>(hs + col_tile(key + 8, col)) = pack(S[mt][4 * j + 2], S[mt][4 * j + 3]);
+        *reinterpret_cast<unsigned*>(hs + col_tile(key, col)) = pack_bf16(S[mt][4 * j], S[mt][4 * j + 1]);
+        *reinterpret_cast<unsigned*>(hs + col_tile(key + 8, col)) = pack_bf16(S[mt][4 * j + 2], S[mt][4 * j + 3]);
       }
     cp_async_wait<1>();
     wgmma::fence_proxy_async();  // hs and this chunk's copies, seen by the tensor cores
@@ -158,8 +157,8 @@ __global__ void __launch_bounds__(kThreadsW, 1) state_pass_wgmma(Shape s, const 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int tok = 16 * warp + gq + 8 * h, col = 8 * j + 2 * qd;
-        const float2 u = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(Ut + tok * kLdU + col));
-        *reinterpret_cast<unsigned*>(Dt + col_tile(tok, col)) = pack(u.x - acc[4 * j + 2 * h], u.y - acc[4 * j + 2 * h + 1]);
+        const float2 u = unpack_bf16(*reinterpret_cast<const unsigned*>(Ut + tok * kLdU + col));
+        *reinterpret_cast<unsigned*>(Dt + col_tile(tok, col)) = pack_bf16(u.x - acc[4 * j + 2 * h], u.y - acc[4 * j + 2 * h + 1]);
       }
     wgmma::fence_proxy_async();
     __syncthreads();  // Δ visible
