@@ -94,14 +94,18 @@ TEST(WgmmaLayout, TilesAreBijectiveAndRowStepsKeepTheChunk) {
   for (int r = 0; r < 64; ++r)
     for (int c = 0; c < kK; ++c) {
       EXPECT_TRUE(keys.insert(key_tile(r, c)).second) << r << " " << c;
-      if (r + 8 < 64) EXPECT_EQ(key_tile(r + 8, c), key_tile(r, c) + 8 * kRowW) << r << " " << c;
+      if (r + 8 < 64) {
+        EXPECT_EQ(key_tile(r + 8, c), key_tile(r, c) + 8 * kRowW) << r << " " << c;
+      }
     }
   for (int r = 0; r < kK; ++r)
     for (int c = 0; c < kBV; ++c) EXPECT_TRUE(cols.insert(col_tile(r, c)).second) << r << " " << c;
   for (int r = 0; r < 64; ++r)
     for (int c = 0; c < 64; ++c) {
       EXPECT_TRUE(scores.insert(score_tile(r, c)).second) << r << " " << c;
-      if (r + 16 < 64) EXPECT_EQ(score_tile(r + 16, c), score_tile(r, c) + 16 * kRowM) << r << " " << c;
+      if (r + 16 < 64) {
+        EXPECT_EQ(score_tile(r + 16, c), score_tile(r, c) + 16 * kRowM) << r << " " << c;
+      }
     }
   EXPECT_EQ(*keys.rbegin(), static_cast<unsigned>(kTileW) - 2);  // the last element's first byte: no gaps
   EXPECT_EQ(*cols.rbegin(), static_cast<unsigned>(kK * kRowB) - 2);
