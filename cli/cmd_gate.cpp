@@ -17,6 +17,7 @@
 #include "oracles/error.hpp"
 #include "gate/gate.hpp"
 #include "gate/mutants.hpp"
+#include "gate/policies.hpp"
 #include "gate/report.hpp"
 #include "gate/shard.hpp"
 
@@ -85,7 +86,7 @@ Command add_gate(CLI::App& app) {
     GateOptions gate;
     std::string out = "ttrcheck-gate", criterion = "model", direction = "both", inject, oracle_tier = "auto";
     std::vector<double> inject_magnitudes;
-    std::vector<std::string> forms;
+    std::vector<std::string> forms, policies;
     bool cuda_only = false, no_cuda = false;
     ShardArgs shard;
   };
@@ -115,6 +116,10 @@ Command add_gate(CLI::App& app) {
   cmd->add_option("--form", o->forms,
                   "only these kernels' forms (chunk|scan|sequential, repeatable; default: every chunk and scan form "
                   "on the CPU, every declared kernel on the device)");
+  cmd->add_option("--policy", o->policies,
+                  "judge these arithmetics (repeatable; default bf16 and fp32): fp32|tf32|fp16|bf16-storage|bf16|fp64; "
+                  "a foreign one runs the CPU forms in its concrete arithmetic (tf32: `run --arith tf32`; "
+                  "bf16-storage: the bf16 forms, judged as fp32 kernels) and judges them under its model");
   cmd->add_option("--out", o->out, "report directory (report.json, junit.xml)");
   cmd->add_flag("--cuda-only", o->cuda_only, "run only the CUDA target (the kernels of gpu/ on the device)");
   cmd->add_flag("--no-cuda", o->no_cuda, "leave the CUDA target out");
@@ -136,6 +141,13 @@ Command add_gate(CLI::App& app) {
       o->gate.inject_magnitudes = o->inject_magnitudes.empty() ? default_inject_magnitudes() : o->inject_magnitudes;
     }
     for (const std::string& f : o->forms) o->gate.forms.push_back(parse_form(f));
+    for (const std::string& p : o->policies) o->gate.policies.push_back(parse_policy(p));
+    std::string cpu_only_policy;  // one the device's kernels do not run: the CUDA target is left out
+    for (const PolicyChoice& p : o->gate.policies)
+      if (!device_policy(p) && cpu_only_policy.empty()) cpu_only_policy = policy_name(p.dtype, p.policy);
+    if (o->cuda_only && !cpu_only_policy.empty())
+      throw InputError(fmt::format("--cuda-only with --policy {}: the device's kernels run bf16 and fp32 only",
+                                   cpu_only_policy));
     if (o->direction == "both") o->gate.directions = {Direction::forward, Direction::backward};
     else if (o->direction == "forward") o->gate.directions = {Direction::forward};
     else if (o->direction == "backward") o->gate.directions = {Direction::backward};
@@ -177,6 +189,9 @@ Command add_gate(CLI::App& app) {
              m != Mutant::none && !mutant_info(m).cuda)
       cuda_line = fmt::format("skipped: mutant {} is planted in the CPU forms only", o->gate.mutant);
     else if (!o->inject.empty()) cuda_line = "skipped: errors are injected into the CPU kernels' outputs";
+    else if (!cpu_only_policy.empty())
+      cuda_line = fmt::format("skipped: --policy {} is judged on the CPU forms (the device's kernels run bf16 and fp32)",
+                              cpu_only_policy);
     else {
       GateOptions g = o->gate;
       g.backend = Backend::cuda;
@@ -184,8 +199,10 @@ Command add_gate(CLI::App& app) {
       cuda_line = rc.skipped.empty() ? fmt::format("{} checks on {}", rc.checks.size(), rc.device) : rc.skipped;
     }
     const double threshold = o->gate.criterion == Criterion::model ? kRatioThreshold : 1.0;
+    std::string policies;
+    for (const std::string& p : o->policies) policies += (policies.empty() ? ", policy " : " ") + p;
     fmt::print("gate: suite {}, criterion {}, direction {}{}{}\n\n", o->gate.suite, o->criterion, o->direction,
-               (o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant) +
+               policies + (o->gate.mutant.empty() ? "" : ", mutant " + o->gate.mutant) +
                    (o->inject.empty() ? "" : ", injected " + o->inject),
                o->gate.shard.sharded() ? ", shard " + o->gate.shard.text() : "");
     if (!o->cuda_only) print_verdicts(r, threshold);
@@ -207,6 +224,7 @@ Command add_gate(CLI::App& app) {
                                   {"inject", o->inject}, {"inject_magnitudes", o->gate.inject_magnitudes},
                                   {"strict_range", o->gate.strict_range},
                                   {"oracle_tier", o->oracle_tier},
+                                  {"policies", o->policies},
                                   {"cpu", o->cuda_only ? "skipped: --cuda-only" : "ran"},
                                   {"cuda", rc.skipped.empty() && !cuda_line.starts_with("skipped") ? "ran" : cuda_line}};
       shard = shard_json(o->gate.shard, config);

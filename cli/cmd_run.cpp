@@ -17,7 +17,8 @@ io::DType dtype_for(Tier t) {
   switch (t) {
     case Tier::bf16: return io::DType::BF16;
     case Tier::fp16: return io::DType::F16;
-    case Tier::fp32: return io::DType::F32;
+    case Tier::fp32:
+    case Tier::tf32: return io::DType::F32;  // TF32 values, stored as the fp32 a kernel returns
     default: return io::DType::F64;
   }
 }
@@ -33,11 +34,11 @@ Command add_run(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
-      "run", "run a layer form in bf16|fp16|fp32|fp64|dd|mpfr:N|mpfi:N on the CPU (or a CUDA kernel: --device cuda)");
+      "run", "run a layer form in bf16|fp16|fp32|tf32|fp64|dd|mpfr:N|mpfi:N on the CPU (or a CUDA kernel: --device cuda)");
   cmd->add_option("--layer", o->layer, "layer name")->required();
   cmd->add_option("--in", o->in, "inputs (safetensors)")->required();
   cmd->add_option("--out", o->out, "outputs (safetensors, in the arithmetic's dtype)")->required();
-  cmd->add_option("--arith", o->arith, "bf16|fp16|fp32|fp64|dd (sequential)|mpfr:N|mpfi:N");
+  cmd->add_option("--arith", o->arith, "bf16|fp16|fp32|tf32 (chunk, scan)|fp64|dd (sequential)|mpfr:N|mpfi:N");
   cmd->add_option("--form", o->form, "sequential|chunk|scan (|sequential_dg_sum: gla, simple_gla backward; |chunk_tf32_intra: kda, precond_kda, gated_delta_rule, precond_gated_delta_rule backward)");
   cmd->add_option("--chunk-size", o->chunk_size, "chunk size C for --form chunk")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--mutant", o->mutant, "inject a catalogued bug into the chunk/scan form (`ttrcheck mutants`)");

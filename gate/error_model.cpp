@@ -44,7 +44,8 @@ Rounding rounding_of(Form form, Tier dtype, Policy policy) {
   // A foreign fp32 kernel's narrowed values (gate/policies.hpp): matrix operands in
   // TF32, or states and operands stored in bf16; compute in fp32 in every form (a
   // sequential form narrows nothing, so there the policy is fp32's).
-  if (policy == Policy::tf32) return {unit_roundoff(Tier::fp32), McaFormat::fp32, std::ldexp(1.0, -11), McaFormat::tf32};
+  // TF32 by truncation or rounding (reference/core/tf32_policy.hpp): one TF32 ulp, 2^-10.
+  if (policy == Policy::tf32) return {unit_roundoff(Tier::fp32), McaFormat::fp32, std::ldexp(1.0, -10), McaFormat::tf32};
   if (policy == Policy::bf16_storage)
     return {unit_roundoff(Tier::fp32), McaFormat::fp32, unit_roundoff(Tier::bf16), McaFormat::bf16};
   const double u = unit_roundoff(dtype);

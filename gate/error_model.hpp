@@ -11,7 +11,8 @@
 // Monte Carlo arithmetic (Parker 1997): `samples` runs of the form in the `mca`
 // tier, where every operation's result is perturbed by a relative δ ~ U(−u_op, u_op)
 // and every value the policy narrows by U(−u_store, u_store) (u of the dtype the
-// kernel computes / stores in). The RMS deviation of those runs from the oracle,
+// kernel computes / stores in; a TF32 read, toward zero by U(0, 2^-10): truncation,
+// reference/core/mca.hpp, mca_perturb_toward_zero). The RMS deviation of those runs from the oracle,
 // row by row, is the modelled error: it carries the magnitudes actually summed,
 // cancellation, state growth over T, decays and the condition of GKA's solves,
 // because it is the computation itself, perturbed. The bound of a row is

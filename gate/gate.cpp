@@ -33,7 +33,7 @@ struct Unit {
   const LayerEntry* layer;
   GateCase c;
   std::uint64_t seed;
-  std::vector<std::pair<Form, Tier>> kernels;  // Backend::cpu: the forms × dtypes judged
+  std::vector<std::pair<Form, PolicyChoice>> kernels;  // Backend::cpu: the forms × policies judged
   std::size_t expected;                        // checks it makes (progress)
   Direction direction = Direction::forward;
 };
@@ -52,20 +52,22 @@ std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const
   judge.set_strict_range(opt.strict_range);
   judge.set_oracle_mode(opt.oracle_mode);
   std::vector<GateCheck> out;
-  for (const auto& [form, dtype] : u.kernels) {
+  for (const auto& [form, policy] : u.kernels) {
     TensorMap<double> cand;
     {
       const MutantScope scope(mutant);  // the kernel under test only, never the oracle or the model
-      cand = run_layer(*u.layer, form, {dtype, 0}, in, cfg, u.c.chunk_size, u.direction).values;
+      cand = run_layer(*u.layer, form, {concrete_tier(policy), 0}, in, cfg, u.c.chunk_size, u.direction).values;
     }
     ModelSpec ms;
     ms.form = form;
     ms.direction = u.direction;
-    ms.dtype = dtype;
+    ms.dtype = policy.dtype;
+    ms.policy = policy.policy;
     ms.chunk_size = u.c.chunk_size;
     ms.samples = opt.samples;
     ms.seed = u.seed;
-    const std::string id = fmt::format("{}/{}/{}/{}/{}{}", spec.name, form_name(form), tier_name(dtype), u.c.name,
+    const std::string id = fmt::format("{}/{}/{}/{}/{}{}", spec.name, form_name(form),
+                                       policy_name(policy.dtype, policy.policy), u.c.name,
                                        u.seed, backward ? "/backward" : "");
     auto verdict = [&](const TensorMap<double>& c) {
       return opt.criterion == Criterion::model ? judge(c, ms) : judge.fla(c, ms, opt.criterion);
@@ -98,6 +100,10 @@ std::vector<GateCheck> run_kernel_unit(const Unit& u, const GateOptions& opt, co
   ko.direction = u.direction;
   ko.mutant = mutant;
   if (!opt.forms.empty()) ko.forms = opt.forms;
+  if (!opt.policies.empty()) {
+    ko.dtypes.clear();
+    for (const PolicyChoice& p : opt.policies) ko.dtypes.push_back(p.dtype);  // native bf16/fp32 (validated)
+  }
   const bool backward = u.direction == Direction::backward;
   return check_kernels(*u.layer, backward ? generate_backward_inputs(spec, vc, u.seed) : generate_inputs(spec, vc, u.seed),
                        Config::make(spec, vc.config), u.c.name, u.seed, ko);
@@ -178,6 +184,20 @@ void validate_gate_options(const GateOptions& opt) {
   for (const double eps : opt.inject_magnitudes)
     if (!(eps >= 0.0 && eps <= 1e6)) throw InputError(fmt::format("--inject-magnitudes: {} is not in [0, 1e6]", eps));
   if (opt.directions.empty()) throw InputError("the gate needs a direction (forward, backward or both)");
+  for (std::size_t i = 0; i < opt.policies.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (opt.policies[i].dtype == opt.policies[j].dtype && opt.policies[i].policy == opt.policies[j].policy)
+        throw InputError(fmt::format("--policy {} given twice", policy_name(opt.policies[i].dtype, opt.policies[i].policy)));
+  if (opt.backend != Backend::cpu)
+    for (const PolicyChoice& p : opt.policies)
+      if (!device_policy(p))
+        throw InputError(fmt::format("--policy {}: the device's kernels run bf16 and fp32; a foreign arithmetic is "
+                                     "judged on the CPU forms",
+                                     policy_name(p.dtype, p.policy)));
+}
+
+bool device_policy(const PolicyChoice& p) {
+  return p.policy == Policy::native && (p.dtype == Tier::bf16 || p.dtype == Tier::fp32);
 }
 
 GateResult run_gate(const GateOptions& opt) {
@@ -200,6 +220,9 @@ GateResult run_gate(const GateOptions& opt) {
       return std::find(opt.cases.begin(), opt.cases.end(), c.name) == opt.cases.end();
     });
   const Mutant mutant = opt.mutant.empty() ? Mutant::none : parse_mutant(opt.mutant);
+  const std::vector<PolicyChoice> policies =
+      opt.policies.empty() ? std::vector<PolicyChoice>{{Tier::bf16, Policy::native}, {Tier::fp32, Policy::native}}
+                           : opt.policies;
   std::vector<Unit> units;
   std::vector<std::size_t> plan_index;  // of each unit in the unsharded plan
   std::size_t total = 0, planned = 0;
@@ -210,18 +233,18 @@ GateResult run_gate(const GateOptions& opt) {
     // gate plans exactly what it planned before backward checks existed).
     for (const Direction dir : {Direction::forward, Direction::backward}) {
       if (std::find(opt.directions.begin(), opt.directions.end(), dir) == opt.directions.end()) continue;
-      std::vector<std::pair<Form, Tier>> kernels;
+      std::vector<std::pair<Form, PolicyChoice>> kernels;
       std::size_t expected = 0;
       if (opt.backend == Backend::cpu) {
         for (Form form : e.form_list(dir))
           if (form != Form::sequential && (opt.forms.empty() ? sweeps_by_default(form)
                                                              : std::count(opt.forms.begin(), opt.forms.end(), form) > 0))
-            for (Tier t : {Tier::bf16, Tier::fp32}) kernels.emplace_back(form, t);
+            for (const PolicyChoice& p : policies) kernels.emplace_back(form, p);
         expected = kernels.size() * std::max<std::size_t>(1, opt.inject_magnitudes.size());
       } else {
         for (const KernelImpl* k : e.kernel_list(opt.backend, dir))
           if (opt.forms.empty() || std::count(opt.forms.begin(), opt.forms.end(), k->form) > 0)
-            expected += 2;  // × bf16, fp32
+            expected += policies.size();  // × bf16, fp32 (or the --policy subset of them)
       }
       if (expected == 0) continue;
       for (const GateCase& c : cases) {

@@ -1,5 +1,5 @@
 // The gate: a built-in suite of checks — layers × kernels × directions × dtypes
-// (bf16, fp32) × cases × seeds — each judged (gate/judge.hpp) against the MPFR
+// (bf16, fp32; or the arithmetic policies asked for) × cases × seeds — each judged (gate/judge.hpp) against the MPFR
 // oracle under the error model, or (criterion `fla`) by flash-linear-attention's
 // practice. Backward checks run a layer's backward forms on the case's inputs
 // plus drawn cotangents (generate_backward_inputs) and judge every gradient.
@@ -18,6 +18,7 @@
 
 #include "gate/inject.hpp"
 #include "gate/judge.hpp"
+#include "gate/policies.hpp"
 #include "gate/shard.hpp"
 #include "oracles/vectors.hpp"
 
@@ -43,6 +44,11 @@ struct GateOptions {
   // registry declares.
   std::vector<Direction> directions = {Direction::forward, Direction::backward};
   std::vector<std::string> cases;       // empty: every case of the suite
+  // The arithmetics judged (gate/policies.hpp): empty, the native bf16 and fp32. A
+  // foreign policy (tf32, bf16-storage) judges the CPU forms run in its concrete
+  // arithmetic (concrete_tier) under its model: its calibration. The device's
+  // kernels run bf16 and fp32 only.
+  std::vector<PolicyChoice> policies;
   std::uint64_t seed = 0;               // first seed
   int seeds = 0;                        // > 0: seeds per case instead of the suite's
   int threads = 0;                      // 0: the slicer's default (TTR_THREADS, OMP_NUM_THREADS, the cores)
@@ -79,8 +85,11 @@ std::vector<GateCase> gate_cases(const std::string& suite);  // InputError for u
 // The layer's configuration in the gate (GKA runs its chunkwise solver).
 std::vector<std::pair<std::string, std::string>> gate_config(const LayerSpec& spec);
 
-// InputError naming the first unknown suite, case, layer or mutant.
+// InputError naming the first unknown suite, case, layer or mutant, a policy given
+// twice, or one the device's kernels do not run (Backend::cuda).
 void validate_gate_options(const GateOptions& opt);
+// Whether the device's kernels run in this policy (native bf16 or fp32).
+bool device_policy(const PolicyChoice& p);
 GateResult run_gate(const GateOptions& opt);
 
 // The gate's inputs for a layer and case: dims and regime of the case, the

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "gate/policies.hpp"
 #include "gate/report.hpp"
 #include "oracles/arith.hpp"
 #include "oracles/error.hpp"
@@ -75,6 +76,7 @@ NamedCheck check_from_json(const json& c) {
   CheckResult r;
   r.layer = c.at("layer").get<std::string>();
   r.dtype = parse_arith(c.at("dtype").get<std::string>()).tier;
+  if (const auto p = c.find("policy"); p != c.end()) r.policy = parse_policy(p->get<std::string>()).policy;
   r.model_form = parse_form(c.at("model_form").get<std::string>());
   r.direction = c.contains("direction") ? parse_direction(c.at("direction").get<std::string>()) : Direction::forward;
   r.chunk_size = c.at("chunk_size").get<int>();

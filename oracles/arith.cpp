@@ -17,7 +17,7 @@ const char* tier_name(Tier t) {
 }
 
 Arith parse_arith(const std::string& s) {
-  for (Tier t : {Tier::fp32, Tier::fp64, Tier::bf16, Tier::fp16, Tier::dd})
+  for (Tier t : {Tier::fp32, Tier::fp64, Tier::bf16, Tier::fp16, Tier::dd, Tier::tf32})
     if (s == tier_name(t)) return {t, 0};
   for (Tier t : {Tier::mpfr, Tier::mpfi}) {
     const std::string prefix = std::string(tier_name(t)) + ":";
@@ -31,7 +31,7 @@ Arith parse_arith(const std::string& s) {
       throw InputError(fmt::format("arithmetic '{}': bits must be an integer in [24, 100000]", s));
     }
   }
-  throw InputError(fmt::format("unknown arithmetic '{}' (bf16|fp16|fp32|fp64|dd|mpfr:N|mpfi:N)", s));
+  throw InputError(fmt::format("unknown arithmetic '{}' (bf16|fp16|fp32|tf32|fp64|dd|mpfr:N|mpfi:N)", s));
 }
 
 std::string arith_name(const Arith& a) {
@@ -46,6 +46,9 @@ std::string policy_description(const Arith& a, bool parallel_form) {
   if (narrow16)
     return fmt::format("{} inputs, matrix operands and stored intermediates; fp32 compute and accumulation",
                        tier_name(a.tier));
+  if (a.tier == Tier::tf32)
+    return "tf32 (round to nearest even) inputs, matrix operands and stored intermediates; fp32 compute and "
+           "accumulation";
   return fmt::format("every operation in {}", arith_name(a));
 }
 

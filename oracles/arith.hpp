@@ -17,7 +17,8 @@ struct Arith {
 };
 
 const char* tier_name(Tier);
-// "bf16", "fp16", "fp32", "fp64", "dd" (double-double, sequential forms only),
+// "bf16", "fp16", "fp32", "fp64", "dd" (double-double, sequential forms only), "tf32"
+// (fp32 with TF32 at the narrow points: chunk and scan forms only),
 // "mpfr:N", "mpfi:N" (N >= 24); InputError otherwise.
 Arith parse_arith(const std::string& s);
 std::string arith_name(const Arith&);

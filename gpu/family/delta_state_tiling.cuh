@@ -18,7 +18,11 @@ struct StateTiling {
 inline int state_stages(const StateTiling& tiling) {
   const char* e = std::getenv("TTR_GPU_STATE_STAGES");
   const std::string t = e ? e : "";
-  if (tiling.hopper) return 3;  // its own buffers; the variable does not apply
+  // A value it does not know is refused whatever the tiling (the Hopper pass, which
+  // keeps 3 buffers of its own, included): it would time the default under another name.
+  if (!t.empty() && t != "2" && t != "3")
+    throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
+  if (tiling.hopper) return 3;  // its own buffers; 2 or 3 do not apply
   if (t.empty()) return tiling.bv == 32 && !tiling.cluster ? 3 : 2;
   if (t == "2") return 2;
   if (t == "3" && !tiling.cluster) return 3;

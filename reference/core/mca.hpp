@@ -87,7 +87,8 @@ namespace ttr {
 // The format whose rounding a perturbation models (for the exactness test).
 // tf32: the tensor cores' float32 mode (Triton's default for an fp32 tl.dot,
 // torch's allow_tf32): fp32's 8-bit exponent with 10 explicit significand bits,
-// u = 2^-11 — a matrix-product operand of a "tf32" foreign kernel (gate/policies.hpp).
+// a matrix-product operand of a "tf32" foreign kernel (gate/policies.hpp), perturbed by
+// one TF32 ulp, 2^-10 (truncated or rounded).
 enum class McaFormat { any, fp32, bf16, fp16, tf32 };
 
 inline bool mca_representable(double x, McaFormat f) {
@@ -221,6 +222,20 @@ inline double mca_perturb_moving(double x, double u, McaFormat f, std::uint64_t 
   const double m = mca_min_normal(f);
   if (std::fabs(x) < m) return x + u * xi * m;
   return x * (1.0 + u * xi);
+}
+
+// x·(1 − u·η), η uniform in [0, 1) from the key: toward zero by up to u, as truncation
+// errs (x − sign(x)·u·η·min_normal in the subnormal range). TF32 reads (reference/core/
+// tf32_policy.hpp): a tensor core handed fp32 bits ignores the low 13, so with u = 2^-10,
+// one TF32 ulp, the model's runs carry the bias of truncated like-signed terms (sums of
+// squares: GKA's ‖H_c‖_F) as well as rounding's spread. A symmetric perturbation of the
+// same size modelled the spread alone: a truncating tf32 arithmetic failed 33 of 1800
+// forward gate checks under it (GKA's fro and λ, worst 13; 2026-12-07).
+inline double mca_perturb_toward_zero(double x, double u, McaFormat f, std::uint64_t key) {
+  const double eta = static_cast<double>(key >> 11) * 0x1.0p-53;  // [0, 1)
+  const double m = mca_min_normal(f);
+  if (std::fabs(x) < m) return x - std::copysign(u * eta * m, x);
+  return x * (1.0 - u * eta);
 }
 
 // Whether rounding to nearest in the 16-bit format f loses `small` against `big`
@@ -392,7 +407,10 @@ struct McaPolicy {
     McaContext& c = mca_context();
     if (c.trace_range) McaReal::trace(c, x.value(), c.store_max, "store");
     if (!mca_moves(x.value(), c.u_store, c.store_format)) return x;
-    return McaReal(mca_perturb_moving(x.value(), c.u_store, c.store_format, mca_key(c, 9, x.value())));
+    const std::uint64_t key = mca_key(c, 9, x.value());
+    if (c.store_format == McaFormat::tf32)  // a TF32 read: truncated or rounded (mca_perturb_toward_zero)
+      return McaReal(mca_perturb_toward_zero(x.value(), c.u_store, c.store_format, key));
+    return McaReal(mca_perturb_moving(x.value(), c.u_store, c.store_format, key));
   }
   static std::string name() { return "mca"; }
 };
@@ -402,7 +420,7 @@ struct policy_for<McaReal> {
 };
 // A TF32 operand (policy.hpp, tf32_operand): an fp32 value a kernel hands to a tensor-
 // core product without storing it, e.g. the sub-chunk operands of FLA's
-// chunk_kda_bwd_intra (delta_chunk_backward.hpp). Perturbed at 2^-11 where the run's
+// chunk_kda_bwd_intra (delta_chunk_backward.hpp). Perturbed where the run's
 // products read TF32: the bf16/fp16 models (a 16-bit kernel's fp32 operands) and the
 // foreign tf32 policy (store format tf32: an fp32 kernel's every tl.dot). Unchanged
 // under a native fp32 model, whose products are fp32's. The tf32 policy used to leave
@@ -410,15 +428,20 @@ struct policy_for<McaReal> {
 // chunk_kda backward left a TF32-sized residue at the row where the exact dg is 0
 // and was judged at 718 on dg (docs/validating-fla.md, "Failures").
 // Keyed by the value, like narrow(): an operand read by two products rounds alike.
+// Perturbed toward zero by up to one TF32 ulp, 2^-10 (mca_perturb_toward_zero): a tensor
+// core handed fp32 bits ignores the low 13 (truncation: Triton's tl.dot, reference/core/
+// tf32_policy.hpp), and truncated operands of like-signed products err alike; half an ulp
+// either way failed a truncating tf32 arithmetic on 2 of 600 gate checks (worst 9.34,
+// tests/gate/tf32_truncation_slow_test.cpp, 2026-12-07). Rounded operands are inside it.
 template <>
 struct tf32_operand<McaPolicy> {
   static McaReal round(const McaReal& x) {
     const McaContext& c = mca_context();
     if (c.store_format != McaFormat::bf16 && c.store_format != McaFormat::fp16 && c.store_format != McaFormat::tf32)
       return x;
-    constexpr double u = 0x1p-11;
+    constexpr double u = 0x1p-10;
     if (!mca_moves(x.value(), u, McaFormat::tf32)) return x;
-    return McaReal(mca_perturb_moving(x.value(), u, McaFormat::tf32, mca_key(c, 11, x.value())));
+    return McaReal(mca_perturb_toward_zero(x.value(), u, McaFormat::tf32, mca_key(c, 11, x.value())));
   }
 };
 

@@ -192,12 +192,17 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
 TEST(CudaDelta, HopperStatePassPassesTheGate) {
   TTR_REQUIRE_DEVICE();
   if (!gpu::hopper_state_pass_available()) GTEST_SKIP() << "the Hopper state pass needs compute capability 9.0";
-  Regime states;
+  Regime states, varlen;
   states.optional_inputs = true;
+  // A varlen batch: a boundary on a chunk edge, a one-token sequence, one off the grid;
+  // initial states per sequence (the pass reads each sequence's own chunk count).
+  varlen.optional_inputs = true;
+  varlen.cu_seqlens = {0, 64, 65, 200, 330};
   const std::vector<VectorCase> cases = {
       {"t64_k128", "", dims(1, 64, 2, 128, 128), {}, {}},
       {"t130_k128_h0", "", dims(1, 130, 2, 128, 128), states, {}},
       {"t250_k128_v96_h0", "", dims(2, 250, 1, 128, 96), states, {}},
+      {"varlen_k128_h0", "", dims(1, 330, 2, 128, 64), varlen, {}},
   };
   const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "32w");
   for (const char* layer : {"delta_rule", "gated_delta_rule", "kda"})
