@@ -34,6 +34,7 @@
 #include "oracles/layers/linear_attn.hpp"
 #include "oracles/oracle.hpp"
 #include "oracles/registry.hpp"
+#include "oracles/run_layer.hpp"
 #include "oracles/vectors.hpp"
 #include "reference/core/tf32_policy.hpp"
 
@@ -63,25 +64,16 @@ struct tf32_operand<TruncatedTf32Policy> {
 namespace test {
 namespace {
 
+// The form in the truncating arithmetic, as a tier's runner runs it (run_in_tier).
 template <class L>
 TensorMap<double> run_truncated(const TensorMap<double>& in, const Config& cfg, int chunk, Direction d) {
-  TensorMap<float> tin, tout;
-  for (const auto& [name, x] : in) {
-    Tensor<float>& y = tin[name];
-    y.shape = x.shape;
-    for (double v : x.data) y.data.push_back(static_cast<float>(v));
-  }
   FormOptions o;
   o.chunk_size = chunk;
-  if (d == Direction::forward) L::template chunk<TruncatedTf32Policy>(tin, cfg, o, tout);
-  else L::template chunk_backward<TruncatedTf32Policy>(tin, cfg, o, tout);
-  TensorMap<double> out;
-  for (const auto& [name, y] : tout) {
-    Tensor<double>& x = out[name];
-    x.shape = y.shape;
-    for (float v : y.data) x.data.push_back(v);
-  }
-  return out;
+  return run_in_tier<float>(in, cfg, o, [d](const TensorMap<float>& i, const Config& c, const FormOptions& f,
+                                            TensorMap<float>& out) {
+           if (d == Direction::forward) L::template chunk<TruncatedTf32Policy>(i, c, f, out);
+           else L::template chunk_backward<TruncatedTf32Policy>(i, c, f, out);
+         }).values;
 }
 
 double worst(const CheckResult& r) {
