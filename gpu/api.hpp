@@ -347,7 +347,8 @@ void gka_chunk_backward(const GkaBackwardArgs& a);
 int device_count();
 std::string device_name(int device = 0);
 // Whether the current device runs the kernels compiled for sm_90a alone (Hopper's
-// warpgroup MMA: the bf16 state pass's `32w` tiling, gpu/family/delta_state_tiling.cuh):
+// warpgroup MMA: the bf16 state passes' default there, `32w` by name,
+// gpu/family/delta_state_tiling.cuh):
 // compute capability 9.0.
 bool hopper_state_pass_available();
 // The warpgroup-MMA layer alone on the operand layouts of the Hopper state passes

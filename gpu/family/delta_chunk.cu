@@ -134,10 +134,11 @@ void stage1(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
 // W tiles by multicast. All give the same bits (their check:
 // CudaDelta.StatePassTilingsGiveTheSameBits); the clusters measured slowest.
 // The 32-column tilings hold three chunks' inputs (two chunks of lookahead for the
-// loads; the same bits), the others two: TTR_GPU_STATE_STAGES=2|3 sets it. "32w" runs
-// the Hopper pass instead (delta_state_wgmma_sm90a.cu: one warpgroup a block, wgmma;
-// its own summation order inside a product step, so not the same bits) where the
-// device is compute capability 9.0 and K = 128.
+// loads; the same bits), the others two: TTR_GPU_STATE_STAGES=2|3 sets it. The
+// default ("32w" by name) runs the Hopper pass instead (delta_state_wgmma_sm90a.cu:
+// one warpgroup a block, wgmma; its own summation order inside a product step, so not
+// the same bits) where the device is compute capability 9.0 and K = 128; "32" keeps
+// the mma.sync pass there.
 // fp32: 16 columns, double-buffered where shared memory allows.
 #include "gpu/family/delta_state_tiling.cuh"
 

@@ -207,7 +207,8 @@ void launch(const DeltaBackwardArgs& x) {
     chunk_bwd::prep<E, D><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm3, stream>>>(a, w);
     TTR_CUDA_CHECK_LAUNCH("chunk backward prep");
     timer.mark(3);
-    // TTR_GPU_STATE_BV=32w: the Hopper pass (delta_dstate_wgmma_sm90a.cu), as the forward's.
+    // The Hopper pass (delta_dstate_wgmma_sm90a.cu) where the forward's runs: by default
+    // (or TTR_GPU_STATE_BV=32w) on compute capability 9.0, K = 128.
     constexpr bool is_bf16 = std::is_same_v<E, __nv_bfloat16>;
     if (is_bf16 && BV == 32 && chunk::hopper_state_passes_chosen(s.K, s.V)) {
       if constexpr (is_bf16) chunk_bwd::launch_hopper_dstate_pass(D, a, w, BH, stream);

@@ -28,26 +28,27 @@ inline int state_stages(const StateTiling& tiling) {
   if (t == "3" && !tiling.cluster) return 3;
   throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
 }
-// The default: 32 columns a block where V allows (the fastest of the five on the H200,
-// 2026-12-06: docs/gpu-delta-backward-speed-2026-12-06.md, "The state pass's column tilings
-// measured"), else 16.
-// "32w": the Hopper pass (32 columns, one warpgroup a block, wgmma) where the device is
-// compute capability 9.0 and K = 128, V a multiple of 32; elsewhere the 32-column
-// mma.sync tiling (or 16 columns), as "32" falls back.
+// The default, the same as "32w": the Hopper pass (32 columns, one warpgroup a block,
+// wgmma) where the device is compute capability 9.0 and K = 128, V a multiple of 32
+// (forward + backward 7.6 % faster than "32" on the H100, 2026-12-07:
+// docs/gpu-delta-backward-speed.md, "The Hopper passes run"); elsewhere the 32-column
+// mma.sync tiling where V allows (the fastest of the five mma.sync tilings on the H200,
+// 2026-12-06: docs/gpu-delta-backward-speed-2026-12-06.md, "The state pass's column
+// tilings measured"), else 16, as "32" falls back. "32" names that mma.sync tiling on
+// every device.
 inline StateTiling column_tiling(int K, int V) {
   const char* e = std::getenv("TTR_GPU_STATE_BV");
   const std::string t = e ? e : "";
   const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to 16 columns
-  if (t.empty()) return wide ? StateTiling{32, 1, false} : StateTiling{};
+  if (t.empty() || t == "32w") {
+    if (chunk::hopper_state_passes_chosen(K, V)) return {32, 1, false, 3, true};
+    return wide ? StateTiling{32, 1, false} : StateTiling{};
+  }
   if (t == "16") return {};
   if (t == "16c") return {16, 1, true};
   if (t == "32") return wide ? StateTiling{32, 1, false} : StateTiling{};
   if (t == "32x2") return wide ? StateTiling{32, 2, false} : StateTiling{};
   if (t == "32x2c") return wide ? StateTiling{32, 2, true} : StateTiling{};
-  if (t == "32w") {
-    if (chunk::hopper_state_passes_chosen(K, V)) return {32, 1, false, 3, true};
-    return wide ? StateTiling{32, 1, false} : StateTiling{};
-  }
   // A misspelt value would time the default under another name.
   throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 16c, 32x2c or 32w");
 }

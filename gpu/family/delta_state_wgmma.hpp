@@ -11,7 +11,8 @@ namespace ttr::gpu::chunk {
 
 // The shapes they cover: K = 128, V a multiple of 32 (a block's 32 columns).
 bool hopper_state_pass_fits(int K, int V);
-// TTR_GPU_STATE_BV is "32w", the shape fits and the device is compute capability 9.0
+// TTR_GPU_STATE_BV is unset (the default) or "32w", the shape fits and the device is
+// compute capability 9.0
 // (hopper_state_pass_available, gpu/api.hpp): the bf16 passes run on wgmma.
 bool hopper_state_passes_chosen(int K, int V);
 // bf16 only, where hopper_state_passes_chosen.

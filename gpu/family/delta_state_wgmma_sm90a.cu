@@ -223,8 +223,11 @@ void launch(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t s
 bool hopper_state_pass_fits(int K, int V) { return K == kK && V % kBV == 0; }
 
 bool hopper_state_passes_chosen(int K, int V) {
+  // The default (TTR_GPU_STATE_BV unset or empty) and "32w": any other value names an
+  // mma.sync tiling (delta_state_tiling.cuh).
   const char* e = std::getenv("TTR_GPU_STATE_BV");
-  return e != nullptr && std::string(e) == "32w" && hopper_state_pass_fits(K, V) && hopper_state_pass_available();
+  const std::string t = e ? e : "";
+  return (t.empty() || t == "32w") && hopper_state_pass_fits(K, V) && hopper_state_pass_available();
 }
 
 void launch_hopper_state_pass(const DeltaArgs& a, const Shape& s, const Work& work, cudaStream_t stream) {

@@ -223,25 +223,32 @@ TEST(CudaDeltaBackward, KeptUtInverseGivesTheSameGradients) {
 }
 
 // The chunk backward recomputes the chunk states with the forward's state pass: under
-// the Hopper pass (TTR_GPU_STATE_BV=32w) its gradients are judged against the MPFR
-// backward oracle under the chunk backward's model, for every layer of the family,
-// K = V = 128 over three chunks with h0 and dht.
+// the Hopper passes (the default on compute capability 9.0, TTR_GPU_STATE_BV=32w by
+// name) its gradients are judged against the MPFR backward oracle under the chunk
+// backward's model, for every layer of the family, K = V = 128 over three chunks with
+// h0 and dht, and a varlen batch (a boundary on a chunk edge, a one-token sequence,
+// one off the grid; h0 and dht per sequence: both passes read each sequence's own
+// chunk count).
 TEST(CudaDeltaBackward, HopperStatePassGradientsPassTheJudge) {
   TTR_REQUIRE_DEVICE();
   if (!gpu::hopper_state_pass_available()) GTEST_SKIP() << "the Hopper state pass needs compute capability 9.0";
-  Regime states;
+  Regime states, varlen;
   states.optional_inputs = true;
-  const VectorCase c{"t150_k128_h0", "", dims(1, 150, 2, 128, 128), states, {}};
+  varlen.optional_inputs = true;
+  varlen.cu_seqlens = {0, 64, 65, 200, 330};
+  const std::vector<VectorCase> cases = {{"t150_k128_h0", "", dims(1, 150, 2, 128, 128), states, {}},
+                                         {"varlen_k128_h0", "", dims(1, 330, 2, 128, 128), varlen, {}}};
   const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "32w");
-  for (const std::string& layer : backward_layers()) {
-    const LayerEntry& e = find_layer(layer);
-    const TensorMap<double> in = generate_backward_inputs(e.spec, c, 73);
-    const Config cfg = Config::make(e.spec, c.config);
-    Judge judge(e, in, cfg, {Tier::mpfr, 128}, Direction::backward);
-    const ModelSpec ms = kernel_model(Form::chunk, Tier::bf16, 8, 5, Direction::backward);
-    const auto r = judge(run_backward(layer, Form::chunk, Tier::bf16, in, cfg), ms);
-    EXPECT_TRUE(r.pass) << layer << " worst ratio " << worst_ratio(r);
-  }
+  for (const VectorCase& c : cases)
+    for (const std::string& layer : backward_layers()) {
+      const LayerEntry& e = find_layer(layer);
+      const TensorMap<double> in = generate_backward_inputs(e.spec, c, 73);
+      const Config cfg = Config::make(e.spec, c.config);
+      Judge judge(e, in, cfg, {Tier::mpfr, 128}, Direction::backward);
+      const ModelSpec ms = kernel_model(Form::chunk, Tier::bf16, 8, 5, Direction::backward);
+      const auto r = judge(run_backward(layer, Form::chunk, Tier::bf16, in, cfg), ms);
+      EXPECT_TRUE(r.pass) << layer << " " << c.name << " worst ratio " << worst_ratio(r);
+    }
 }
 
 // A planted bug must fail: the kernel's gradients on other inputs (another seed)

@@ -110,8 +110,9 @@ TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
   }
 }
 
-// The bf16 state pass's column tilings (TTR_GPU_STATE_BV: "16" columns a block; "32",
-// the default where V is a multiple of 32; "32x2", two warps a 16-row strip; "16c" and
+// The bf16 state pass's mma.sync column tilings (TTR_GPU_STATE_BV: "16" columns a block;
+// "32", the default where V is a multiple of 32 but for the Hopper pass of
+// HopperStatePassPassesTheGate; "32x2", two warps a 16-row strip; "16c" and
 // "32x2c", a head's column blocks as one cluster sharing the W tiles by multicast): each state element is the
 // same sequence of mma steps in all of them, so o (which reads the stored chunk states
 // and Δ) and ht must agree bit for bit, for every decay (delta_rule: none, GDN:
@@ -119,6 +120,8 @@ TEST(CudaDelta, ChunkBoundariesAndWideHeads) {
 // give clusters of 8 and 4 (K = V = 128), 2 (V = 96, six 16-column blocks; its
 // three 32-column blocks take no cluster) and 4 and 2 (K = 32, V = 64). The unclustered
 // tilings again with two and with three buffers of chunk inputs (TTR_GPU_STATE_STAGES).
+// The default (unset) is the pass "32w" names: the Hopper pass where it applies, else
+// "32"; its bits are those of "32w" on every device.
 TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
   TTR_REQUIRE_DEVICE();
   Regime states;
@@ -140,13 +143,27 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
         base = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
       }
       ASSERT_TRUE(base.count("o") && base.count("ht")) << layer;
-      for (const char* v : {static_cast<const char*>(nullptr), "32", "32x2", "16c", "32x2c"}) {
+      for (const char* v : {"32", "32x2", "16c", "32x2c"}) {
         TensorMap<double> other;
         {
-          const test::ScopedEnv tiling("TTR_GPU_STATE_BV", v);  // nullptr: unset, the default
+          const test::ScopedEnv tiling("TTR_GPU_STATE_BV", v);
           other = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
         }
-        test::expect_same_bits(base, other, fmt::format("{} {} TTR_GPU_STATE_BV={}", layer, c.name, v ? v : "(unset)"));
+        test::expect_same_bits(base, other, fmt::format("{} {} TTR_GPU_STATE_BV={}", layer, c.name, v));
+      }
+      {
+        TensorMap<double> unset, named;
+        {
+          const test::ScopedEnv tiling("TTR_GPU_STATE_BV", nullptr);
+          unset = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
+        }
+        {
+          const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "32w");
+          named = run_kernel(layer, Form::chunk, Tier::bf16, in, cfg);
+        }
+        test::expect_same_bits(named, unset, fmt::format("{} {} TTR_GPU_STATE_BV unset against 32w", layer, c.name));
+        if (!gpu::hopper_state_pass_available())
+          test::expect_same_bits(base, unset, fmt::format("{} {} TTR_GPU_STATE_BV unset", layer, c.name));
       }
       // Two or three buffers of the chunk inputs: the same steps, loads issued earlier.
       for (const char* n : {"2", "3"})
@@ -182,7 +199,8 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
   }
 }
 
-// The Hopper state pass (TTR_GPU_STATE_BV=32w: one warpgroup a block, the products as
+// The Hopper state pass (the default on compute capability 9.0, TTR_GPU_STATE_BV=32w by
+// name: one warpgroup a block, the products as
 // wgmma from swizzled shared-memory tiles, gpu/family/delta_state_wgmma_sm90a.cu). Its
 // tensor-core steps sum in their own order, so it is judged against the MPFR oracle
 // under the chunk form's model, not bit for bit against the mma.sync tilings: every
