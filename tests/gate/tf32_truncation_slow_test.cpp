@@ -3,8 +3,8 @@
 // both ways a tensor core gets TF32 operands: rounded to nearest first (cvt.rna.tf32:
 // cuBLAS, CUTLASS; the tf32 tier, reference/core/tf32_policy.hpp) and truncated (fp32
 // bits handed over unconverted, the low 13 significand bits ignored: Triton's default
-// fp32 tl.dot on NVIDIA GPUs by public reports, triton-lang/triton#4574 and #9295; the
-// policy defined here). Truncation errs by up to 2^-10, always toward zero, so in a sum
+// fp32 tl.dot on NVIDIA GPUs, triton-lang/triton#4574 and #9295, and on an H100 with
+// Triton 3.6 by scripts/probe-tf32-rounding; the policy defined here). Truncation errs by up to 2^-10, always toward zero, so in a sum
 // of like-signed products its errors add up instead of cancelling. Under the model's
 // first version (±2^-11) the truncating arithmetic failed 2 of these 600 checks (worst
 // 9.34, gated_delta_rule/small/1020/backward; rounding to nearest: 0 failed, worst 7.45;
@@ -16,7 +16,9 @@
 // and backward, for a scalar-gate and a per-key-gate delta layer and linear attention,
 // judged under the tf32 policy. Label `slow`; the figures are quoted in
 // docs/arithmetic-policies.md. (Truncation across every layer: the same document, where
-// KLA-K's scan backward on near-duplicate keys is outside the model.)
+// KLA-K's scan backward on near-duplicate keys is outside the model under this
+// arithmetic, which truncates that form's inputs and stored compositions: no kernel
+// does, the form having no matrix product for a tl.dot.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
