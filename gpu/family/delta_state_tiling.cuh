@@ -22,7 +22,14 @@ inline int state_stages(const StateTiling& tiling) {
   // keeps 3 buffers of its own, included): it would time the default under another name.
   if (!t.empty() && t != "2" && t != "3")
     throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
-  if (tiling.hopper) return 3;  // its own buffers; 2 or 3 do not apply
+  // The Hopper pass keeps 3 buffers of its own: "3" says so, "2" would time it under
+  // another name (it is the default on compute capability 9.0; "32" names the
+  // mma.sync pass that takes 2).
+  if (tiling.hopper && t == "2")
+    throw std::invalid_argument(
+        "TTR_GPU_STATE_STAGES='2': the Hopper state pass (TTR_GPU_STATE_BV unset or 32w on compute capability 9.0) "
+        "keeps 3 buffers; TTR_GPU_STATE_BV=32 runs the mma.sync pass, which takes 2");
+  if (tiling.hopper) return 3;
   if (t.empty()) return tiling.bv == 32 && !tiling.cluster ? 3 : 2;
   if (t == "2") return 2;
   if (t == "3" && !tiling.cluster) return 3;

@@ -192,6 +192,11 @@ TEST(CudaDelta, StatePassTilingsGiveTheSameBits) {
     const test::ScopedEnv stages("TTR_GPU_STATE_STAGES", "4");
     EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, gcfg));
   }
+  if (gpu::hopper_state_pass_available()) {  // the Hopper pass (the default here) keeps three buffers
+    const test::ScopedEnv tiling("TTR_GPU_STATE_BV", nullptr);
+    const test::ScopedEnv stages("TTR_GPU_STATE_STAGES", "2");
+    EXPECT_ANY_THROW(run_kernel("gated_delta_rule", Form::chunk, Tier::bf16, in, gcfg));
+  }
   {  // the clusters' handshake is written for two buffers
     const test::ScopedEnv tiling("TTR_GPU_STATE_BV", "16c");
     const test::ScopedEnv stages("TTR_GPU_STATE_STAGES", "3");
