@@ -55,6 +55,21 @@ struct ModelSpec {
   std::vector<Form> also = {};
 };
 
+// The model of a CPU form run in a policy's arithmetic, as the gate judges it (gate.cpp,
+// and the policy tests that judge one unit by hand).
+inline ModelSpec policy_model(Form form, Direction direction, PolicyChoice policy, int chunk_size, int samples,
+                              std::uint64_t seed) {
+  ModelSpec ms;
+  ms.form = form;
+  ms.direction = direction;
+  ms.dtype = policy.dtype;
+  ms.policy = policy.policy;
+  ms.chunk_size = chunk_size;
+  ms.samples = samples;
+  ms.seed = seed;
+  return ms;
+}
+
 // Unit roundoff of a kernel dtype: bf16 2^-8, fp16 2^-11, fp32 2^-24, fp64 2^-53.
 double unit_roundoff(Tier dtype);
 // Largest finite value of a kernel dtype.

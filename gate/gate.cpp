@@ -58,14 +58,7 @@ std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const
       const MutantScope scope(mutant);  // the kernel under test only, never the oracle or the model
       cand = run_layer(*u.layer, form, {concrete_tier(policy), 0}, in, cfg, u.c.chunk_size, u.direction).values;
     }
-    ModelSpec ms;
-    ms.form = form;
-    ms.direction = u.direction;
-    ms.dtype = policy.dtype;
-    ms.policy = policy.policy;
-    ms.chunk_size = u.c.chunk_size;
-    ms.samples = opt.samples;
-    ms.seed = u.seed;
+    const ModelSpec ms = policy_model(form, u.direction, policy, u.c.chunk_size, opt.samples, u.seed);
     const std::string id = fmt::format("{}/{}/{}/{}/{}{}", spec.name, form_name(form),
                                        policy_name(policy.dtype, policy.policy), u.c.name,
                                        u.seed, backward ? "/backward" : "");
@@ -186,7 +179,7 @@ void validate_gate_options(const GateOptions& opt) {
   if (opt.directions.empty()) throw InputError("the gate needs a direction (forward, backward or both)");
   for (std::size_t i = 0; i < opt.policies.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
-      if (opt.policies[i].dtype == opt.policies[j].dtype && opt.policies[i].policy == opt.policies[j].policy)
+      if (opt.policies[i] == opt.policies[j])
         throw InputError(fmt::format("--policy {} given twice", policy_name(opt.policies[i].dtype, opt.policies[i].policy)));
   if (opt.backend != Backend::cpu)
     for (const PolicyChoice& p : opt.policies)

@@ -31,6 +31,7 @@ enum class Policy { native, tf32, bf16_storage };
 struct PolicyChoice {
   Tier dtype = Tier::fp32;
   Policy policy = Policy::native;
+  bool operator==(const PolicyChoice&) const = default;
 };
 
 // "fp32", "tf32", "fp16", "bf16-storage", "bf16", "fp64"; InputError naming --policy otherwise.

@@ -1,13 +1,15 @@
 // The arithmetic of an fp32 kernel whose matrix products run on tensor cores in TF32
 // (fp32's exponent, 10 explicit significand bits), rounding each operand to nearest
-// first (cvt.rna.tf32.f32, as cuBLAS, CUTLASS and torch with allow_tf32 do; ties even
-// here, away from zero there: they differ only on exact halves). The concrete
+// first, ties to even (as cuBLAS with torch's allow_tf32 does on an H100,
+// scripts/probe-tf32-rounding; CUTLASS's cvt.rna.tf32.f32 takes ties away from zero:
+// they differ only on exact halves). The concrete
 // arithmetic of the foreign `tf32` policy (gate/policies.hpp): what `--arith tf32` runs
 // and the gate's calibration of that policy judges (docs/arithmetic-policies.md).
 //
 // A tensor core handed fp32 bits unconverted ignores the low 13 — truncation toward
-// zero, twice the error and one-sided: Triton's default fp32 tl.dot on NVIDIA GPUs by
-// public reports (triton-lang/triton#4574; #9295 added rounding as an option). The
+// zero, twice the error and one-sided: Triton's default fp32 tl.dot on NVIDIA GPUs
+// (triton-lang/triton#4574; #9295 added rounding as an option; Triton 3.6 on an H100
+// by scripts/probe-tf32-rounding, docs/arithmetic-policies.md). The
 // policy's model perturbs toward zero by up to one TF32 ulp so that truncation is inside
 // it too where it can be; tests/gate/tf32_truncation_slow_test.cpp runs a truncating
 // arithmetic against it, and docs/arithmetic-policies.md says where it holds.

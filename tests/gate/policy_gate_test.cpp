@@ -94,14 +94,8 @@ CheckResult judge_as(const char* layer, Direction d, Tier run, PolicyChoice judg
                                                         : generate_inputs(e.spec, vc, 1003);
   const Config cfg = Config::make(e.spec, vc.config);
   Judge judge(e, in, cfg, {Tier::mpfr, 256}, d);
-  ModelSpec ms;
-  ms.form = Form::chunk;
-  ms.direction = d;
-  ms.dtype = judged.dtype;
-  ms.policy = judged.policy;
-  ms.chunk_size = 16;
-  ms.seed = 1003;
-  return judge(run_layer(e, Form::chunk, {run, 0}, in, cfg, 16, d).values, ms);
+  return judge(run_layer(e, Form::chunk, {run, 0}, in, cfg, 16, d).values,
+               policy_model(Form::chunk, d, judged, 16, ModelSpec{}.samples, 1003));
 }
 
 // A TF32 kernel passes as tf32 and is far outside fp32's model; a kernel storing in
