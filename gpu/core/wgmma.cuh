@@ -73,4 +73,22 @@ __device__ __forceinline__ void mma_m64n32k16(float (&d)[16], std::uint64_t da, 
       : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB), "n"(SA));
 }
 
+// d (+)= A · B, m64n64k16: the same with N = 64 (32 accumulator registers a thread,
+// d[4j + …] as above for j < 8). An N-major B of 64 columns is one 128-byte swizzle row.
+template <int TA, int TB, int SA = 1>
+__device__ __forceinline__ void mma_m64n64k16(float (&d)[32], std::uint64_t da, std::uint64_t db, int accumulate) {
+  static_assert(SA == 1 || SA == -1, "A scaled by 1 or -1");
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, %37, 1, %35, %36;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB), "n"(SA));
+}
+
 }  // namespace ttr::gpu::wgmma

@@ -52,6 +52,7 @@
 #include "gpu/family/delta_chunk_backward/wy.cuh"
 #include "gpu/family/delta_chunk_stages.cuh"
 #include "gpu/family/delta_dstate_wgmma.hpp"
+#include "gpu/family/delta_wy_wgmma.hpp"
 
 namespace ttr::gpu {
 namespace {
@@ -228,19 +229,25 @@ void launch(const DeltaBackwardArgs& x) {
     });
     TTR_CUDA_CHECK_LAUNCH("chunk backward dqkwg");
     timer.mark(5);
-    const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s, own_w);
-    with_static_kv(s.K, s.V, [&](auto kv) {
-      constexpr int KV = decltype(kv)::value;
-      // A write key of its own: the preconditioned layers, whose gate is scalar (validate).
-      if constexpr (D == Decay::scalar)
-        if (own_w) {
-          set_smem(chunk_bwd::wy<E, D, KV, true>, sm6);
-          chunk_bwd::wy<E, D, KV, true><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
-          return;
-        }
-      set_smem(chunk_bwd::wy<E, D, KV>, sm6);
-      chunk_bwd::wy<E, D, KV><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
-    });
+    // The Hopper stage (delta_wy_wgmma_sm90a.cu) on compute capability 9.0 where it
+    // applies (bf16, K = V = 128, k the write key, no per-key gate), by TTR_GPU_WY=wgmma.
+    if (is_bf16 && chunk_bwd::hopper_wy_chosen(D, s.K, s.V, own_w)) {
+      if constexpr (is_bf16) chunk_bwd::launch_hopper_wy(D, a, w, BH, stream);
+    } else {
+      const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s, own_w);
+      with_static_kv(s.K, s.V, [&](auto kv) {
+        constexpr int KV = decltype(kv)::value;
+        // A write key of its own: the preconditioned layers, whose gate is scalar (validate).
+        if constexpr (D == Decay::scalar)
+          if (own_w) {
+            set_smem(chunk_bwd::wy<E, D, KV, true>, sm6);
+            chunk_bwd::wy<E, D, KV, true><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
+            return;
+          }
+        set_smem(chunk_bwd::wy<E, D, KV>, sm6);
+        chunk_bwd::wy<E, D, KV><<<dim3(s.NT, BH), chunk_bwd::kThreads, sm6, stream>>>(a, w);
+      });
+    }
     TTR_CUDA_CHECK_LAUNCH("chunk backward wy");
     if (D != Decay::none && mutated(x.mutant, Mutant::dg_revcumsum_not_reset)) {
       dg_carry_across_chunks<<<BH, s.Kg, 0, stream>>>(a.out.dg, s);

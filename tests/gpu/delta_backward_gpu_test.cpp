@@ -224,7 +224,7 @@ TEST(CudaDeltaBackward, KeptUtInverseGivesTheSameGradients) {
 
 // The chunk backward recomputes the chunk states with the forward's state pass: under
 // the Hopper passes (the default on compute capability 9.0, TTR_GPU_STATE_BV=32w by
-// name) its gradients are judged against the MPFR backward oracle under the chunk
+// name), with either wy stage, its gradients are judged against the MPFR backward oracle under the chunk
 // backward's model, for every layer of the family, K = V = 128 over three chunks with
 // h0 and dht, and a varlen batch (a boundary on a chunk edge, a one-token sequence,
 // one off the grid; h0 and dht per sequence: both passes read each sequence's own
@@ -246,8 +246,13 @@ TEST(CudaDeltaBackward, HopperStatePassGradientsPassTheJudge) {
       const Config cfg = Config::make(e.spec, c.config);
       Judge judge(e, in, cfg, {Tier::mpfr, 128}, Direction::backward);
       const ModelSpec ms = kernel_model(Form::chunk, Tier::bf16, 8, 5, Direction::backward);
-      const auto r = judge(run_backward(layer, Form::chunk, Tier::bf16, in, cfg), ms);
-      EXPECT_TRUE(r.pass) << layer << " " << c.name << " worst ratio " << worst_ratio(r);
+      // Both wy stages: mma.sync (the default) and the Hopper one (TTR_GPU_WY=wgmma,
+      // where it applies: no per-key gate, k its own write key).
+      for (const char* wy : {"mma", "wgmma"}) {
+        const test::ScopedEnv stage("TTR_GPU_WY", wy);
+        const auto r = judge(run_backward(layer, Form::chunk, Tier::bf16, in, cfg), ms);
+        EXPECT_TRUE(r.pass) << layer << " " << c.name << " wy " << wy << " worst ratio " << worst_ratio(r);
+      }
     }
 }
 

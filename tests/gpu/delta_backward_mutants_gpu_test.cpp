@@ -23,6 +23,7 @@
 #include "gate/judge.hpp"
 #include "gate/kernel_checks.hpp"
 #include "gate/mutants.hpp"
+#include "gpu/api.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
 #include "reference/core/mutant.hpp"
@@ -50,7 +51,7 @@ bool bit_identical(const TensorMap<double>& a, const TensorMap<double>& b) {
   return true;
 }
 
-// T = 150: three chunks of 64, the last one partial (22 tokens), so every
+// T = 150 (K = V = KV): three chunks of 64, the last one partial (22 tokens), so every
 // mutant's min_chunks (2), min_chunk_size (32) and partial_last_chunk hold; h0 and
 // dht drawn; the mutant's config pairs set and its special inputs planted.
 // The judge refers to the inputs it was built on: a Case stays where it was made.
@@ -60,10 +61,10 @@ struct Case {
   std::unique_ptr<Judge> judge;
 };
 
-std::unique_ptr<Case> case_for(const LayerEntry& e, const MutantConditions& needs, std::uint64_t seed) {
+std::unique_ptr<Case> case_for(const LayerEntry& e, const MutantConditions& needs, int KV, std::uint64_t seed) {
   Regime r;
   r.optional_inputs = true;
-  VectorCase c{"mutant", "", dims(1, 150, 2, 32, 32), r, needs.config};
+  VectorCase c{"mutant", "", dims(1, 150, 2, KV, KV), r, needs.config};
   for (const auto& kv : gate_config(e.spec))  // gka: solver=chebyshev, the kernels' only solver
     if (std::none_of(c.config.begin(), c.config.end(), [&](const auto& x) { return x.first == kv.first; }))
       c.config.push_back(kv);
@@ -84,12 +85,11 @@ bool fp32_only(const std::string& mutant) {
   return mutant == "gka-chebyshev-adjoint-step-short" || mutant == "gka-adjoint-solve-step-short";
 }
 
-TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
-  TTR_REQUIRE_DEVICE();
-#ifndef TTR_TESTS_CUDA_MUTANTS
-  GTEST_SKIP() << "built without TTR_CUDA_MUTANTS: the kernels carry no mutants";
-#endif
-  constexpr std::uint64_t seed = 31;
+// Every CUDA mutant on each of its targets accepted by `layer_ok` that has a CUDA chunk
+// backward, in `dtypes`, at K = V = KV: the gate must fail it and pass the correct
+// kernel before and after, bit for bit. Returns the (mutant, layer, dtype) judged.
+template <class LayerOk>
+int judge_mutants(int KV, const std::vector<Tier>& dtypes, LayerOk layer_ok, std::uint64_t seed) {
   // One case (oracle, models) per (layer, config, special input), shared by the
   // mutants that need the same.
   std::map<std::tuple<std::string, std::string, int>, std::unique_ptr<Case>> cases;
@@ -99,14 +99,15 @@ TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
     for (const MutantTarget& t : m.targets) {
       const LayerEntry& e = find_layer(t.layer);
       if (!e.kernel(Backend::cuda, Form::chunk, Direction::backward)) continue;  // e.g. the preconditioned layers
+      if (!layer_ok(t.layer)) continue;
       SCOPED_TRACE(m.name + " on " + t.layer);
       std::string cfg_key;
       for (const auto& [k, v] : m.needs.config) cfg_key += k + "=" + v + ";";
       const auto key = std::make_tuple(t.layer, cfg_key, static_cast<int>(m.needs.special));
       auto it = cases.find(key);
-      if (it == cases.end()) it = cases.emplace(key, case_for(e, m.needs, seed)).first;
+      if (it == cases.end()) it = cases.emplace(key, case_for(e, m.needs, KV, seed)).first;
       Case& c = *it->second;
-      for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+      for (Tier dtype : dtypes) {
         const ModelSpec ms = kernel_model(e, Form::chunk, dtype, 8, seed, Direction::backward);
         const TensorMap<double> before = run_chunk_backward(e, dtype, c.in, c.cfg);
         TensorMap<double> mutant;
@@ -131,7 +132,32 @@ TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
       }
     }
   }
+  return judged;
+}
+
+TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
+  TTR_REQUIRE_DEVICE();
+#ifndef TTR_TESTS_CUDA_MUTANTS
+  GTEST_SKIP() << "built without TTR_CUDA_MUTANTS: the kernels carry no mutants";
+#endif
+  const int judged = judge_mutants(32, {Tier::bf16, Tier::fp32}, [](const std::string&) { return true; }, 31);
   EXPECT_GE(judged, 2 * (18 + 8));  // every mutant reaches at least one layer's kernel (delta family, gka)
+}
+
+// The Hopper stages (on compute capability 9.0 at K = V = 128, bf16: the backward's
+// dstate_pass on wgmma, the default, delta_dstate_wgmma_sm90a.cu; wy on wgmma,
+// TTR_GPU_WY=wgmma, delta_wy_wgmma_sm90a.cu) carry their stages' mutants too: the same
+// judgement at K = V = 128 in bf16, for the delta family (KDA's per-key gate and the
+// preconditioned layer's own write key keep wy on mma.sync).
+TEST(CudaBackwardMutants, HopperStagesFailEachMutant) {
+  TTR_REQUIRE_DEVICE();
+#ifndef TTR_TESTS_CUDA_MUTANTS
+  GTEST_SKIP() << "built without TTR_CUDA_MUTANTS: the kernels carry no mutants";
+#endif
+  if (!gpu::hopper_state_pass_available()) GTEST_SKIP() << "the Hopper stages need compute capability 9.0";
+  const test::ScopedEnv wy("TTR_GPU_WY", "wgmma");
+  const int judged = judge_mutants(128, {Tier::bf16}, [](const std::string& layer) { return layer != "gka"; }, 37);
+  EXPECT_GE(judged, 18);  // every delta-family mutant reaches at least one layer
 }
 
 // The gate's own path: check_kernels with KernelCheckOptions::mutant (what `gate

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "gpu/family/delta_state_wgmma_layout.hpp"
+#include "gpu/family/delta_wy_wgmma_layout.hpp"
 
 namespace ttr {
 namespace {
@@ -84,6 +85,34 @@ TEST(WgmmaLayout, BackwardStatePassScoresAreReadTransposed) {
   for (int kk = 0; kk < 4; ++kk)  // Mᵀ dO: A[s][t] = M[t][s]
     EXPECT_EQ(0, mismatches(scores_along_m(kk), 64, [&](int m, int k) { return score_tile(16 * kk + k, m); },
                             "M^T (M-major) step " + std::to_string(kk)));
+}
+
+// The wy stage's operands (delta_wy_wgmma_layout.hpp): each warpgroup's block of N, for
+// both warpgroups, every k step. Its N = 32 blocks of an N-major score tile start 64
+// bytes into the swizzle rows; the ISA's model reads them where they are stored.
+TEST(WgmmaLayout, WyStageOperandsAreReadWhereStored) {
+  using namespace gpu::wy_wgmma;
+  for (int kk = 0; kk < 4; ++kk) {
+    const std::string step = " step " + std::to_string(kk);
+    EXPECT_EQ(0, mismatches(scores_along_k(kk), 64, [&](int m, int k) { return score_tile(m, 16 * kk + k); },
+                            "(T^T dT), E as A (K-major)" + step));
+    for (int h = 0; h < 2; ++h) {
+      const std::string half = " block " + std::to_string(h) + step;
+      // dΔ, dWy, W, K as B[s][d] (N-major, 64 columns a warpgroup).
+      EXPECT_EQ(0, mismatches(keys_along_n(h, kk), 64, [&](int n, int k) { return key_tile(16 * kk + k, 64 * h + n); },
+                              "key tile as N-major B" + half));
+      // dT (and T for the mutant) as B[r][s] (N-major, 32 columns a warpgroup).
+      EXPECT_EQ(0, mismatches(scores_along_n(h, kk), 32, [&](int n, int k) { return score_tile(16 * kk + k, 32 * h + n); },
+                              "score tile as N-major B" + half));
+      // T as B[r][s] = T[s][r] (K-major), and dTᵀ for the mutant.
+      EXPECT_EQ(0, mismatches(scores_along_k(kk, h), 32, [&](int n, int k) { return score_tile(32 * h + n, 16 * kk + k); },
+                              "score tile as K-major B" + half));
+    }
+  }
+  for (int kk = 0; kk < kK / 16; ++kk)
+    for (int h = 0; h < 2; ++h)  // bvᵀ, bkᵀ, Wᵀ as B[d][s] (K-major, 32 rows a warpgroup)
+      EXPECT_EQ(0, mismatches(keys_along_k_rows(h, kk), 32, [&](int n, int k) { return key_tile(32 * h + n, 16 * kk + k); },
+                              "key tile as K-major B block " + std::to_string(h) + " step " + std::to_string(kk)));
 }
 
 // The copies' shortcut: a thread's rows r + 8i (key and column tiles) or r + 16i (the
