@@ -36,6 +36,7 @@
 #include "gpu/core/launch.cuh"
 #include "gpu/core/wgmma.cuh"
 #include "gpu/family/delta_state_wgmma.hpp"
+#include "gpu/family/delta_chunk_backward/wy_common.cuh"
 #include "gpu/family/delta_wy_wgmma.hpp"
 #include "gpu/family/delta_wy_wgmma_layout.hpp"
 
@@ -132,21 +133,8 @@ __global__ void __launch_bounds__(kThreads, 2) wy_wgmma(Args<bf16> a, Work w) {
   auto row_of = [&](int i) { return m0 + L.g + 8 * ((i % 4) / 2); };
   auto col_of = [&](int i) { return 8 * (i / 4) + 2 * L.q + i % 2; };
 
-  if (chunk_dropped(a, b, n)) {  // mutant: outside the floor(T/64) grid, the gradients stay 0
-    for (int e = threadIdx.x; e < c * V; e += blockDim.x) a.dv[(row0 + (e / V) * rs) * V + e % V] = Elem<bf16>::from_float(0.0f);
-    for (int e = threadIdx.x; e < c * K; e += blockDim.x) put_grad(a.dk_out, a.out.dk, (row0 + (e / K) * rs) * K + e % K, 0.0f);
-    if constexpr (D != Decay::none)
-      for (int t = threadIdx.x; t < c; t += blockDim.x) a.out.dg[row0 + t * rs] = 0.0f;
-    for (int t = threadIdx.x; t < c; t += blockDim.x) put_grad(a.dbeta_out, a.out.dbeta, row0 + t * rs, 0.0f);
-    return;
-  }
-  const bool dk_wy_term = !mutated(a.mutant, Mutant::dk_wy_term_dropped);
-  const bool dk_decayed_key = !mutated(a.mutant, Mutant::dk_undecayed_key);
-  const bool ut_transposed = mutated(a.mutant, Mutant::ut_adjoint_transposed);
-  const bool offblock = !mutated(a.mutant, Mutant::wy_backward_offblock_dropped);
-  const bool exp_unmasked = mutated(a.mutant, Mutant::backward_gate_exp_unmasked);
-  const bool dg_exclusive = mutated(a.mutant, Mutant::dg_revcumsum_exclusive);
-  const float dbeta_sign = mutated(a.mutant, Mutant::dbeta_sign_flipped) ? -1.0f : 1.0f;
+  if (chunk_dropped(a, b, n)) return wy_zero_chunk<bf16, D, false>(a, row0, rs, c);
+  const WyMutants mu = wy_mutants(a.mutant);
 
   // Two copy groups: what dbv = Tᵀ dΔ reads (T, dΔ, and v for dβ), then the keys, dWy
   // and the gates while it runs.
@@ -248,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 2) wy_wgmma(Args<bf16> a, Work w) {
     const float kd = D == Decay::none ? kraw : narrow<bf16>(kraw * ek);
     const float x = dk[i];
     // mutants dk-wy-term-dropped (the term left out), dk-undecayed-key (e^{b_t} left out).
-    dk[i] = dk_wy_term ? (bt[t] * (dk_decayed_key ? ek : 1.0f)) * x : 0.0f;
+    dk[i] = mu.dk_wy_term ? (bt[t] * (mu.dk_decayed_key ? ek : 1.0f)) * x : 0.0f;
     betar[(i % 4) / 2] = fmaf(x, kd, betar[(i % 4) / 2]);
     if constexpr (D == Decay::scalar) dbr[(i % 4) / 2] += x * __bfloat162float(*reinterpret_cast<const bf16*>(bkt + off));
   }
@@ -263,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, 2) wy_wgmma(Args<bf16> a, Work w) {
   wgmma::fence_operand(tacc);
   wgmma::fence_operand(kkacc);
   wgmma::fence();
-  if (ut_transposed) {
+  if (mu.ut_transposed) {
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       mma32<0, 0>(tacc, wgmma::desc(Tt, scores_along_k(kk)), wgmma::desc(dThi, scores_along_k(kk, wg)));
@@ -294,7 +282,7 @@ __global__ void __launch_bounds__(kThreads, 2) wy_wgmma(Args<bf16> a, Work w) {
   zero_acc(acc);
   wgmma::fence_operand(acc);
   wgmma::fence();
-  if (ut_transposed) {
+  if (mu.ut_transposed) {
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       mma32<0, 1>(acc, wgmma::desc(tdhi, scores_along_k(kk)), wgmma::desc(Tt, scores_along_n(wg, kk)));
@@ -320,10 +308,10 @@ __global__ void __launch_bounds__(kThreads, 2) wy_wgmma(Args<bf16> a, Work w) {
     for (int o = 0; o < 2; ++o) {
       const int sc = s0 + col_of(i) + o;
       // mutant wy-backward-offblock-dropped: dA kept on the 16 × 16 diagonal blocks only.
-      const float da = sc < t && (offblock || t / 16 == sc / 16) ? -acc[i + o] : 0.0f;
+      const float da = sc < t && (mu.offblock || t / 16 == sc / 16) ? -acc[i + o] : 0.0f;
       // Γ on the strictly causal pairs only (above the diagonal e^{b_t − b_s} can
       // overflow, and inf·0 is NaN: mutant backward-gate-exp-unmasked).
-      const float gam = D != Decay::scalar ? 1.0f : sc < t || exp_unmasked ? expf(bg[t] - bg[sc]) : 0.0f;
+      const float gam = D != Decay::scalar ? 1.0f : sc < t || mu.exp_unmasked ? expf(bg[t] - bg[sc]) : 0.0f;
       const float G = sc < t ? kkacc[i + o] * gam : 0.0f;
       betar[(i % 4) / 2] = fmaf(da, G, betar[(i % 4) / 2]);
       x[o] = bt[t] * da * gam;  // E = β_t dA_ts Γ_ts
@@ -393,30 +381,11 @@ __global__ void __launch_bounds__(kThreads, 2) wy_wgmma(Args<bf16> a, Work w) {
   __syncthreads();
   if (threadIdx.x < c) {
     const int t = threadIdx.x;
-    put_grad(a.dbeta_out, a.out.dbeta, row0 + t * rs, narrow<bf16>(dbeta_sign * (betap[t] + betap[kChunk + t])));
+    put_grad(a.dbeta_out, a.out.dbeta, row0 + t * rs, narrow<bf16>(mu.dbeta_sign * (betap[t] + betap[kChunk + t])));
   }
   // dg: the chunk-local reverse cumulative sum of db (stage 5's partials first).
-  if constexpr (D == Decay::scalar) {
-    float* dbrow = betap;  // reused: dβ is written
-    __syncthreads();
-    if (threadIdx.x < kChunk) {
-      const int t = threadIdx.x;
-      float x = 0.0f;
-      for (int kbi = 0; kbi < w.NKB; ++kbi) x += w.dbp[(static_cast<std::int64_t>(kbi) * s.B * s.H + bh) * s.Tp + t0 + t];
-      x += rowp[t] + rowp[kChunk + t];
-      x -= colp[t] + colp[kChunk + t] + colp[2 * kChunk + t] + colp[3 * kChunk + t];
-      dbrow[t] = x;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float run = 0.0f;
-      for (int t = kChunk - 1; t >= 0; --t) {  // mutant dg-revcumsum-exclusive: written before adding
-        if (dg_exclusive && t < c) a.out.dg[row0 + t * rs] = run;
-        run += dbrow[t];
-        if (!dg_exclusive && t < c) a.out.dg[row0 + t * rs] = run;
-      }
-    }
-  }
+  if constexpr (D == Decay::scalar)  // betap reused: dβ is written
+    wy_scalar_dg(a, w, bh, t0, row0, rs, c, rowp, colp, betap, mu.dg_exclusive);
 #else
   __trap();  // not an sm_90a build of this kernel: the launcher never gets here
 #endif

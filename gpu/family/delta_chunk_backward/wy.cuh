@@ -18,6 +18,7 @@
 
 #include "gpu/family/delta_chunk_backward/common.cuh"
 #include "gpu/family/delta_chunk_backward/pairwise.cuh"
+#include "gpu/family/delta_chunk_backward/wy_common.cuh"
 
 namespace ttr::gpu::chunk_bwd {
 
@@ -99,26 +100,8 @@ __global__ void __launch_bounds__(kThreads, 2) wy(Args<E> a, Work w) {
 
   const std::int64_t row0 = (s.start(b) + t0) * s.H + h;
   const std::int64_t wrow = static_cast<std::int64_t>(bh) * s.Tp + t0, rs = s.H;
-  if (chunk_dropped(a, b, n)) {  // mutant: outside the floor(T/64) grid, the gradients stay 0
-    for (int e = threadIdx.x; e < c * V; e += blockDim.x) a.dv[(row0 + (e / V) * rs) * V + e % V] = Elem<E>::from_float(0.0f);
-    for (int e = threadIdx.x; e < c * K; e += blockDim.x) {
-      put_grad(a.dk_out, a.out.dk, (row0 + (e / K) * rs) * K + e % K, 0.0f);
-      if constexpr (OWN_W) a.out.dw[(row0 + (e / K) * rs) * K + e % K] = 0.0f;
-    }
-    if constexpr (D != Decay::none)  // (no dg output without decay)
-      for (int e = threadIdx.x; e < c * s.Kg; e += blockDim.x)
-        a.out.dg[(row0 + (e / s.Kg) * rs) * s.Kg + e % s.Kg] = 0.0f;
-    for (int t = threadIdx.x; t < c; t += blockDim.x) put_grad(a.dbeta_out, a.out.dbeta, row0 + t * rs, 0.0f);
-    return;
-  }
-  // The mutants read here (gpu/core/mutant.cuh; reference/family/delta_chunk_backward.hpp).
-  const bool dk_wy_term = !mutated(a.mutant, Mutant::dk_wy_term_dropped);
-  const bool dk_decayed_key = !mutated(a.mutant, Mutant::dk_undecayed_key);
-  const bool ut_transposed = mutated(a.mutant, Mutant::ut_adjoint_transposed);
-  const bool offblock = !mutated(a.mutant, Mutant::wy_backward_offblock_dropped);
-  const bool exp_unmasked = mutated(a.mutant, Mutant::backward_gate_exp_unmasked);
-  const bool dg_exclusive = mutated(a.mutant, Mutant::dg_revcumsum_exclusive);
-  const float dbeta_sign = mutated(a.mutant, Mutant::dbeta_sign_flipped) ? -1.0f : 1.0f;
+  if (chunk_dropped(a, b, n)) return wy_zero_chunk<E, D, OWN_W>(a, row0, rs, c);
+  const WyMutants mu = wy_mutants(a.mutant);
   // Two copy groups: what dbv = Tᵀ dΔ reads (T, dΔ, and v for dβ) lands first, and
   // the keys, dWy and the gates land while it runs.
   load_rows_async(Tt, ldc, static_cast<const E*>(w.fwd.Tn) + (static_cast<std::int64_t>(bh) * s.NT + n) * kChunk * kChunk,
@@ -227,7 +210,7 @@ __global__ void __launch_bounds__(kThreads, 2) wy(Args<E> a, Work w) {
         const float kraw = Elem<E>::to_float(kt[t * ldk + d]);
         const float kd = D == Decay::none ? kraw : narrow<E>(kraw * ek);
         // mutants dk-wy-term-dropped (the term left out), dk-undecayed-key (e^{b_t} left out).
-        dk[i][j][e] = dk_wy_term ? (bt[t] * (dk_decayed_key ? ek : 1.0f)) * acc[j][e] : 0.0f;
+        dk[i][j][e] = mu.dk_wy_term ? (bt[t] * (mu.dk_decayed_key ? ek : 1.0f)) * acc[j][e] : 0.0f;
         betar[e / 2] = fmaf(acc[j][e], kd, betar[e / 2]);
         if constexpr (D != Decay::none) {
           const float term = acc[j][e] * Elem<E>::to_float(bkt[t * ldk + d]);
@@ -259,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, 2) wy(Args<E> a, Work w) {
   for (int i2 = 0; i2 < 2; ++i2) {
     const int n0 = 16 * (half + 2 * i2);
     zero(tacc[i2]);
-    if (ut_transposed)
+    if (mu.ut_transposed)
       for (int r0 = 0; r0 < kChunk; r0 += 16) mma16_wb<false, true>(tacc[i2], Tt, ldc, m0, dTw, ldc, n0, r0);
     else
       for (int r0 = max(m0, n0); r0 < kChunk; r0 += 16) mma16_wb<true, false>(tacc[i2], Tt, ldc, m0, dTw, ldc, n0, r0);
@@ -283,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 2) wy(Args<E> a, Work w) {
     zero(acc), zero(kk);
     if (n0 <= m0) {
       // (Tᵀ dT) Tᵀ: B(r, s) = T_sr, zero for r > s: k-steps up to the unit's columns.
-      if (ut_transposed)
+      if (mu.ut_transposed)
         for (int r0 = 0; r0 < kChunk; r0 += 16) mma16_wa<false, false>(acc, tdt, ldc, m0, Tt, ldc, n0, r0);
       else
         for (int r0 = 0; r0 <= n0; r0 += 16) mma16_wa<false, true>(acc, tdt, ldc, m0, Tt, ldc, n0, r0);
@@ -301,13 +284,13 @@ __global__ void __launch_bounds__(kThreads, 2) wy(Args<E> a, Work w) {
         for (int o = 0; o < 2; ++o) {
           const int sc = col + o;
           // mutant wy-backward-offblock-dropped: dA kept on the 16 × 16 diagonal blocks only.
-          const float da = sc < t && (offblock || t / 16 == sc / 16) ? -acc[j][2 * hf + o] : 0.0f;
+          const float da = sc < t && (mu.offblock || t / 16 == sc / 16) ? -acc[j][2 * hf + o] : 0.0f;
           if constexpr (D == Decay::per_key) {
             x[o] = da;
           } else {
             // Γ on the strictly causal pairs only (above the diagonal e^{b_t − b_s}
             // can overflow, and inf·0 is NaN: mutant backward-gate-exp-unmasked).
-            const float gam = D != Decay::scalar ? 1.0f : sc < t || exp_unmasked ? expf(bg[t] - bg[sc]) : 0.0f;
+            const float gam = D != Decay::scalar ? 1.0f : sc < t || mu.exp_unmasked ? expf(bg[t] - bg[sc]) : 0.0f;
             const float G = sc < t ? kk[j][2 * hf + o] * gam : 0.0f;
             betar[hf] = fmaf(da, G, betar[hf]);
             x[o] = bt[t] * da * gam;  // E = β_t dA_ts Γ_ts
@@ -344,7 +327,7 @@ __global__ void __launch_bounds__(kThreads, 2) wy(Args<E> a, Work w) {
       for (int sc = 0; sc < t; ++sc) dAt[t * ldp + sc] *= bt[t];
     }
     __syncthreads();
-    pairwise_backward(kt, wkt, ldk, Gk, K, 0, K, true, dAt, ldp, dXp, dYp, ldf, dbg, K, exp_unmasked);
+    pairwise_backward(kt, wkt, ldk, Gk, K, 0, K, true, dAt, ldp, dXp, dYp, ldf, dbg, K, mu.exp_unmasked);
   } else {
     __syncthreads();  // E visible
   }
@@ -400,38 +383,19 @@ __global__ void __launch_bounds__(kThreads, 2) wy(Args<E> a, Work w) {
     const int t = threadIdx.x;
     float x = betap[t] + betap[kChunk + t];
     if constexpr (D == Decay::per_key) x += betak[t];
-    put_grad(a.dbeta_out, a.out.dbeta, row0 + t * rs, narrow<E>(dbeta_sign * x));  // mutant dbeta-sign-flipped: −1
+    put_grad(a.dbeta_out, a.out.dbeta, row0 + t * rs, narrow<E>(mu.dbeta_sign * x));  // mutant dbeta-sign-flipped: −1
   }
   // dg: the chunk-local reverse cumulative sum of db (stage 5's partials first).
-  if constexpr (D == Decay::scalar) {
-    float* dbrow = betap;  // reused: dβ is written
-    __syncthreads();
-    if (threadIdx.x < kChunk) {
-      const int t = threadIdx.x;
-      float x = 0.0f;
-      for (int kbi = 0; kbi < w.NKB; ++kbi) x += w.dbp[(static_cast<std::int64_t>(kbi) * s.B * s.H + bh) * s.Tp + t0 + t];
-      x += rowp[t] + rowp[kChunk + t];
-      x -= colp[t] + colp[kChunk + t] + colp[2 * kChunk + t] + colp[3 * kChunk + t];
-      dbrow[t] = x;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float run = 0.0f;
-      for (int t = kChunk - 1; t >= 0; --t) {  // mutant dg-revcumsum-exclusive: written before adding
-        if (dg_exclusive && t < c) a.out.dg[row0 + t * rs] = run;
-        run += dbrow[t];
-        if (!dg_exclusive && t < c) a.out.dg[row0 + t * rs] = run;
-      }
-    }
-  }
+  if constexpr (D == Decay::scalar)  // betap reused: dβ is written
+    wy_scalar_dg(a, w, bh, t0, row0, rs, c, rowp, colp, betap, mu.dg_exclusive);
   if constexpr (D == Decay::per_key) {
     // (pairwise_backward ended with a barrier: db is complete in dbp.)
     for (int d = threadIdx.x; d < K; d += blockDim.x) {
       float run = 0.0f;
       for (int t = kChunk - 1; t >= 0; --t) {
-        if (dg_exclusive && t < c) a.out.dg[(row0 + t * rs) * K + d] = run;
+        if (mu.dg_exclusive && t < c) a.out.dg[(row0 + t * rs) * K + d] = run;
         run += dbg[t * K + d];
-        if (!dg_exclusive && t < c) a.out.dg[(row0 + t * rs) * K + d] = run;
+        if (!mu.dg_exclusive && t < c) a.out.dg[(row0 + t * rs) * K + d] = run;
       }
     }
   }
