@@ -56,9 +56,9 @@ struct ModelSpec {
 };
 
 // The model of a CPU form run in a policy's arithmetic, as the gate judges it (gate.cpp,
-// and the policy tests that judge one unit by hand).
-inline ModelSpec policy_model(Form form, Direction direction, PolicyChoice policy, int chunk_size, int samples,
-                              std::uint64_t seed) {
+// and the policy tests that judge one unit by hand); samples: the Monte Carlo runs.
+inline ModelSpec policy_model(Form form, Direction direction, PolicyChoice policy, int chunk_size, std::uint64_t seed,
+                              int samples = ModelSpec{}.samples) {
   ModelSpec ms;
   ms.form = form;
   ms.direction = direction;

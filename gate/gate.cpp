@@ -58,7 +58,7 @@ std::vector<GateCheck> run_cpu_unit(const Unit& u, const GateOptions& opt, const
       const MutantScope scope(mutant);  // the kernel under test only, never the oracle or the model
       cand = run_layer(*u.layer, form, {concrete_tier(policy), 0}, in, cfg, u.c.chunk_size, u.direction).values;
     }
-    const ModelSpec ms = policy_model(form, u.direction, policy, u.c.chunk_size, opt.samples, u.seed);
+    const ModelSpec ms = policy_model(form, u.direction, policy, u.c.chunk_size, u.seed, opt.samples);
     const std::string id = fmt::format("{}/{}/{}/{}/{}{}", spec.name, form_name(form),
                                        policy_name(policy.dtype, policy.policy), u.c.name,
                                        u.seed, backward ? "/backward" : "");

@@ -200,7 +200,7 @@ Rows form_case(const GrowthParams& p, Form form, Tier dtype, std::uint64_t seed)
   const std::int64_t H = static_cast<std::int64_t>(p.abar.size()), D = p.D;
   const std::string arith = fmt::format("{} {}", tier_name(dtype), form_name(form));
   Judge judge(kla, in, cfg, Arith{Tier::mpfr, kOracleBits});
-  const ModelSpec ms = policy_model(form, Direction::forward, {dtype, Policy::native}, p.chunk, p.samples, seed);
+  const ModelSpec ms = policy_model(form, Direction::forward, {dtype, Policy::native}, p.chunk, seed, p.samples);
   const ErrorModel& model = judge.model(ms);
   const TensorMap<double> out = run_layer(kla, form, {dtype, 0}, in, cfg, p.chunk).values;
   const Tensor<double>& o = out.at("o");

@@ -18,8 +18,7 @@ struct StateTiling {
 inline int state_stages(const StateTiling& tiling) {
   const char* e = std::getenv("TTR_GPU_STATE_STAGES");
   const std::string t = e ? e : "";
-  // A value it does not know is refused whatever the tiling (the Hopper pass, which
-  // keeps 3 buffers of its own, included): it would time the default under another name.
+  // A value it does not know is refused whatever the tiling.
   if (!t.empty() && t != "2" && t != "3")
     throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
   // The Hopper pass keeps 3 buffers of its own: "3" says so, "2" would time it under

@@ -95,7 +95,7 @@ CheckResult judge_as(const char* layer, Direction d, Tier run, PolicyChoice judg
   const Config cfg = Config::make(e.spec, vc.config);
   Judge judge(e, in, cfg, {Tier::mpfr, 256}, d);
   return judge(run_layer(e, Form::chunk, {run, 0}, in, cfg, 16, d).values,
-               policy_model(Form::chunk, d, judged, 16, ModelSpec{}.samples, 1003));
+               policy_model(Form::chunk, d, judged, 16, 1003));
 }
 
 // A TF32 kernel passes as tf32 and is far outside fp32's model; a kernel storing in

@@ -111,7 +111,7 @@ void study(const char* layer, int seeds, Tally& truncated, Tally& nearest) {
                                                               : generate_inputs(e.spec, vc, seed);
         const Config cfg = Config::make(e.spec, vc.config);
         Judge judge(e, in, cfg, {Tier::mpfr, 256}, d);
-        const ModelSpec ms = policy_model(Form::chunk, d, tf32, c.chunk_size, ModelSpec{}.samples, seed);
+        const ModelSpec ms = policy_model(Form::chunk, d, tf32, c.chunk_size, seed);
         const std::string id = std::string(layer) + "/" + c.name + "/" + std::to_string(seed) +
                                (d == Direction::backward ? "/backward" : "");
         truncated.add(judge(run_truncated<L>(in, cfg, c.chunk_size, d), ms), id);
