@@ -37,6 +37,7 @@
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
 #include "gpu/core/cluster.cuh"
+#include "gpu/core/env_switch.hpp"
 #include "gpu/core/launch.cuh"
 #include "gpu/core/mma.cuh"
 #include "gpu/core/mma_sync.cuh"

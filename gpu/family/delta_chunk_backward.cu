@@ -149,6 +149,9 @@ void launch(const DeltaBackwardArgs& x) {
   f.ut_inverse_out = nullptr;  // stage 1 writes the workspace's (or reads x.ut_inverse)
   if (!x.atk) f.w = nullptr;  // w = k (validate)
   const chunk::Shape s = chunk::shape_of(f);
+  // Read (and a value it does not know refused) before anything is allocated or
+  // launched, whatever the dtype: the Hopper wy stage runs in bf16 only.
+  const bool hopper_wy = chunk_bwd::hopper_wy_chosen(D, s.K, s.V, f.w != nullptr) && std::is_same_v<E, __nv_bfloat16>;
   auto stream = static_cast<cudaStream_t>(f.stream);
   const unsigned BH = static_cast<unsigned>(f.B) * f.H;
   // Token rows of the gradients: B·T·H, or the packed tokens' under varlen (the
@@ -230,8 +233,8 @@ void launch(const DeltaBackwardArgs& x) {
     TTR_CUDA_CHECK_LAUNCH("chunk backward dqkwg");
     timer.mark(5);
     // The Hopper stage (delta_wy_wgmma_sm90a.cu) on compute capability 9.0 where it
-    // applies (bf16, K = V = 128, k the write key, no per-key gate), by TTR_GPU_WY=wgmma.
-    if (is_bf16 && chunk_bwd::hopper_wy_chosen(D, s.K, s.V, own_w)) {
+    // applies (bf16, K = V = 128, k the write key, no per-key gate) unless TTR_GPU_WY=mma.
+    if (hopper_wy) {
       if constexpr (is_bf16) chunk_bwd::launch_hopper_wy(D, a, w, BH, stream);
     } else {
       const std::size_t sm6 = chunk_bwd::wy_smem<E, D>(s, own_w);

@@ -16,23 +16,21 @@ struct StateTiling {
   bool hopper = false;  // the warpgroup-MMA pass (delta_state_wgmma_sm90a.cu), 3 stages of its own
 };
 inline int state_stages(const StateTiling& tiling) {
-  const char* e = std::getenv("TTR_GPU_STATE_STAGES");
-  const std::string t = e ? e : "";
+  const std::string t = env_switch("TTR_GPU_STATE_STAGES");
   // A value it does not know is refused whatever the tiling.
-  if (!t.empty() && t != "2" && t != "3")
-    throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
+  if (!t.empty() && t != "2" && t != "3") refuse_switch("TTR_GPU_STATE_STAGES", t, "2 or 3 (the cluster tilings take 2)");
   // The Hopper pass keeps 3 buffers of its own: "3" says so, "2" would time it under
   // another name (it is the default on compute capability 9.0; "32" names the
   // mma.sync pass that takes 2).
   if (tiling.hopper && t == "2")
-    throw std::invalid_argument(
+    throw InputError(
         "TTR_GPU_STATE_STAGES='2': the Hopper state pass (TTR_GPU_STATE_BV unset or 32w on compute capability 9.0) "
         "keeps 3 buffers; TTR_GPU_STATE_BV=32 runs the mma.sync pass, which takes 2");
   if (tiling.hopper) return 3;
   if (t.empty()) return tiling.bv == 32 && !tiling.cluster ? 3 : 2;
   if (t == "2") return 2;
   if (t == "3" && !tiling.cluster) return 3;
-  throw std::invalid_argument("TTR_GPU_STATE_STAGES='" + t + "': expected 2 or 3 (the cluster tilings take 2)");
+  refuse_switch("TTR_GPU_STATE_STAGES", t, "2 or 3 (the cluster tilings take 2)");
 }
 // The default, the same as "32w": the Hopper pass (32 columns, one warpgroup a block,
 // wgmma) where the device is compute capability 9.0 and K = 128, V a multiple of 32
@@ -43,8 +41,7 @@ inline int state_stages(const StateTiling& tiling) {
 // tilings measured"), else 16, as "32" falls back. "32" names that mma.sync tiling on
 // every device.
 inline StateTiling column_tiling(int K, int V) {
-  const char* e = std::getenv("TTR_GPU_STATE_BV");
-  const std::string t = e ? e : "";
+  const std::string t = env_switch("TTR_GPU_STATE_BV");
   const bool wide = V % 32 == 0;  // else the 32-column tilings fall back to 16 columns
   if (t.empty() || t == "32w") {
     if (chunk::hopper_state_passes_chosen(K, V)) return {32, 1, false, 3, true};
@@ -56,7 +53,7 @@ inline StateTiling column_tiling(int K, int V) {
   if (t == "32x2") return wide ? StateTiling{32, 2, false} : StateTiling{};
   if (t == "32x2c") return wide ? StateTiling{32, 2, true} : StateTiling{};
   // A misspelt value would time the default under another name.
-  throw std::invalid_argument("TTR_GPU_STATE_BV='" + t + "': expected 16, 32, 32x2, 16c, 32x2c or 32w");
+  refuse_switch("TTR_GPU_STATE_BV", t, "16, 32, 32x2, 16c, 32x2c or 32w");
 }
 inline StateTiling state_tiling(int K, int V) {
   StateTiling t = column_tiling(K, V);

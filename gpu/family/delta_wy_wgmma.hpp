@@ -8,7 +8,8 @@
 
 namespace ttr::gpu::chunk_bwd {
 
-// TTR_GPU_WY is "wgmma" (unset, empty or "mma": the mma.sync stage), the device is
+// TTR_GPU_WY is unset, empty or "wgmma" ("mma": the mma.sync stage; any other value
+// throws InputError), the device is
 // compute capability 9.0, and the stage fits: K = V = 128, no per-key gate,
 // the write key k itself (not the preconditioned layers' k̃). bf16 only.
 bool hopper_wy_chosen(Decay d, int K, int V, bool own_w);

@@ -24,7 +24,8 @@
 //
 // Covers bf16, K = V = 128, no decay or a scalar gate, the write key k itself (not the
 // preconditioned layers' k̃, nor KDA's per-key gate: those keep the mma.sync stage).
-// Compiled for sm_90a alone; launched only on compute capability 9.0, by TTR_GPU_WY=wgmma.
+// Compiled for sm_90a alone; launched only on compute capability 9.0, where it is the
+// default (TTR_GPU_WY=mma takes the mma.sync stage instead).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -33,6 +34,7 @@
 #include <string>
 
 #include "gpu/core/check.cuh"
+#include "gpu/core/env_switch.hpp"
 #include "gpu/core/launch.cuh"
 #include "gpu/core/wgmma.cuh"
 #include "gpu/family/delta_state_wgmma.hpp"
@@ -402,12 +404,12 @@ void launch(const Args<bf16>& a, const Work& w, unsigned BH, cudaStream_t stream
 }  // namespace
 
 bool hopper_wy_chosen(Decay d, int K, int V, bool own_w) {
-  // Opt-in until it has run on a GPU under the gate: TTR_GPU_WY=wgmma; unset, empty or
-  // "mma" the mma.sync stage.
-  const char* e = std::getenv("TTR_GPU_WY");
-  const std::string t = e ? e : "";
-  return t == "wgmma" && d != Decay::per_key && K == kKV && V == kKV && !own_w &&
-         hopper_state_pass_available();
+  // The default where it applies (TTR_GPU_WY unset, empty or "wgmma"); "mma" names the
+  // mma.sync stage, which every other shape takes. Any other value is refused, not
+  // taken for a default: a misspelt switch must not time the stage it meant to avoid.
+  const std::string t = env_switch("TTR_GPU_WY");
+  if (!t.empty() && t != "wgmma" && t != "mma") refuse_switch("TTR_GPU_WY", t, "wgmma (the default) or mma");
+  return t != "mma" && d != Decay::per_key && K == kKV && V == kKV && !own_w && hopper_state_pass_available();
 }
 
 void launch_hopper_wy(Decay d, const Args<bf16>& a, const Work& w, unsigned BH, cudaStream_t stream) {

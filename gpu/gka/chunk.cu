@@ -32,11 +32,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
+#include "gpu/core/env_switch.hpp"
 #include "gpu/core/launch.cuh"
 #include "gpu/core/mma.cuh"
 #include "gpu/core/mma_sync.cuh"
@@ -355,8 +355,9 @@ std::size_t solve_smem(const Shape& s, bool frag) {
 // shared memory, four barriers per step), the kernel before the fragment path:
 // a benchmarking aid, read at every launch (the GPU test compares both paths).
 inline bool wmma_solve_requested() {
-  const char* e = std::getenv("TTR_GPU_GKA_SOLVE");
-  return e && std::strcmp(e, "wmma") == 0;
+  const std::string e = env_switch("TTR_GPU_GKA_SOLVE");
+  if (!e.empty() && e != "wmma") refuse_switch("TTR_GPU_GKA_SOLVE", e, "wmma (unset: the mma.sync fragment solve)");
+  return e == "wmma";
 }
 
 template <class E, bool kFrag>

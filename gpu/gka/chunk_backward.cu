@@ -61,6 +61,7 @@
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
+#include "gpu/core/env_switch.hpp"
 #include "gpu/core/mutant.cuh"
 #include "gpu/core/numeric.cuh"
 #include "gpu/core/seqs.cuh"
@@ -498,8 +499,9 @@ void launch(const GkaBackwardArgs& a) {
   io.final_dh = take(n_final), io.wdq = take(n_d), io.wdk = take(n_d);
   // TTR_GPU_GKA_BACKWARD_GEMM=naive (read at every launch): every product by a thread
   // per output element, the same sums in the same order as the tiled path (its check).
-  const char* gemm_env = std::getenv("TTR_GPU_GKA_BACKWARD_GEMM");
-  const bool naive = gemm_env && std::string(gemm_env) == "naive";
+  const std::string gemm = env_switch("TTR_GPU_GKA_BACKWARD_GEMM");
+  if (!gemm.empty() && gemm != "naive") refuse_switch("TTR_GPU_GKA_BACKWARD_GEMM", gemm, "naive (unset: the tiled products)");
+  const bool naive = gemm == "naive";
   const Params p{f.B,      f.T,          f.H,          f.K,     f.V,          f.iters, f.scale, f.a, f.lambda_value,
                  f.omega0, f.fixed_lambda, f.cu_seqlens, a.mutant, naive};
   try {

@@ -24,6 +24,7 @@
 #include "gate/judge.hpp"
 #include "gate/kernel_checks.hpp"
 #include "gpu/api.hpp"
+#include "oracles/error.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
 #include "tests/gpu/gpu_checks.hpp"
@@ -222,6 +223,34 @@ TEST(CudaDeltaBackward, KeptUtInverseGivesTheSameGradients) {
     }
 }
 
+// TTR_GPU_WY names a wy stage or is refused as bad input (InputError: the CLI's exit
+// code 2), in either dtype and on any device (a misspelt switch must not time the
+// default it meant to avoid); the refused call leaves the kernel working.
+TEST(CudaDeltaBackward, UnknownWyStageIsRefused) {
+  TTR_REQUIRE_DEVICE();
+  Regime states;
+  states.optional_inputs = true;
+  const VectorCase c{"t70_k128", "", dims(1, 70, 2, 128, 128), states, {}};
+  const LayerEntry& e = find_layer("gated_delta_rule");
+  const TensorMap<double> in = generate_backward_inputs(e.spec, c, 75);
+  const Config cfg = Config::make(e.spec, c.config);
+  for (Tier dtype : {Tier::bf16, Tier::fp32}) {
+    TensorMap<double> before;
+    {
+      const test::ScopedEnv wy("TTR_GPU_WY", "mma");
+      before = run_backward("gated_delta_rule", Form::chunk, dtype, in, cfg);
+    }
+    for (const char* bad : {"wmma", "WGMMA", "mma.sync", " "}) {
+      const test::ScopedEnv wy("TTR_GPU_WY", bad);
+      EXPECT_THROW(run_backward("gated_delta_rule", Form::chunk, dtype, in, cfg), InputError)
+          << tier_name(dtype) << " TTR_GPU_WY='" << bad << "'";
+    }
+    const test::ScopedEnv wy("TTR_GPU_WY", "mma");
+    test::expect_same_bits(before, run_backward("gated_delta_rule", Form::chunk, dtype, in, cfg),
+                           fmt::format("{} after the refusals", tier_name(dtype)));
+  }
+}
+
 // The chunk backward recomputes the chunk states with the forward's state pass: under
 // the Hopper passes (the default on compute capability 9.0, TTR_GPU_STATE_BV=32w by
 // name), with either wy stage, its gradients are judged against the MPFR backward oracle under the chunk
@@ -246,8 +275,8 @@ TEST(CudaDeltaBackward, HopperStatePassGradientsPassTheJudge) {
       const Config cfg = Config::make(e.spec, c.config);
       Judge judge(e, in, cfg, {Tier::mpfr, 128}, Direction::backward);
       const ModelSpec ms = kernel_model(Form::chunk, Tier::bf16, 8, 5, Direction::backward);
-      // Both wy stages: mma.sync (the default) and the Hopper one (TTR_GPU_WY=wgmma,
-      // where it applies: no per-key gate, k its own write key).
+      // Both wy stages: mma.sync (TTR_GPU_WY=mma) and the Hopper one (wgmma, the
+      // default where it applies: no per-key gate, k its own write key).
       for (const char* wy : {"mma", "wgmma"}) {
         const test::ScopedEnv stage("TTR_GPU_WY", wy);
         const auto r = judge(run_backward(layer, Form::chunk, Tier::bf16, in, cfg), ms);

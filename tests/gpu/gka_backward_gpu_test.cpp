@@ -28,6 +28,7 @@
 #include "gate/judge.hpp"
 #include "gate/kernel_checks.hpp"
 #include "gate/mutants.hpp"
+#include "oracles/error.hpp"
 #include "oracles/registry.hpp"
 #include "oracles/vectors.hpp"
 #include "tests/gpu/gpu_checks.hpp"
@@ -206,6 +207,10 @@ TEST(CudaGkaBackward, TiledProductsEqualTheNaiveOnesBitForBit) {
       {
         const test::ScopedEnv gemm("TTR_GPU_GKA_BACKWARD_GEMM", "naive");
         naive = run_backward(Form::chunk, dtype, in, cfg);
+      }
+      if (&c == &cases.front()) {  // a value the switch does not know is refused, not taken for the default
+        const test::ScopedEnv gemm("TTR_GPU_GKA_BACKWARD_GEMM", "tiled");
+        EXPECT_THROW(run_backward(Form::chunk, dtype, in, cfg), InputError) << what;
       }
       test::expect_same_bits(tiled, naive, what);
       for (const auto& [name, t] : tiled)

@@ -126,6 +126,10 @@ TEST(CudaGka, FragmentSolveEqualsTheWmmaSolveBitForBit) {
       const test::ScopedEnv solve("TTR_GPU_GKA_SOLVE", "wmma");
       wmma = run_kernel("gka", Form::chunk, Tier::bf16, in, cfg);
     }
+    if (&c == &cases.front()) {  // a value the switch does not know is refused, not taken for the default
+      const test::ScopedEnv solve("TTR_GPU_GKA_SOLVE", "WMMA");
+      EXPECT_THROW(run_kernel("gka", Form::chunk, Tier::bf16, in, cfg), InputError);
+    }
     ASSERT_EQ(fragments.size(), wmma.size()) << c.name;
     for (const auto& [name, t] : fragments) {
       const Tensor<double>& w = wmma.at(name);
