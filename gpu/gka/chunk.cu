@@ -430,6 +430,7 @@ std::size_t readout_smem(const Shape& s, int bv) {
 // ---------------------------------------------------------------- host side
 template <class E>
 void launch(const GkaArgs& a) {
+  const bool wmma_solve = wmma_solve_requested();  // refused before anything is allocated, in either dtype
   Shape s{a.B, a.T, a.H, a.K, a.V, (a.T + kChunk - 1) / kChunk, 0, a.cu_seqlens};
   s.Tp = s.NT * kChunk;
   auto stream = static_cast<cudaStream_t>(a.stream);
@@ -454,7 +455,7 @@ void launch(const GkaArgs& a) {
     TTR_CUDA_CHECK_LAUNCH("gka state_pass_kernel");
     timer.mark(1);
     if constexpr (std::is_same_v<E, __nv_bfloat16>) {
-      if (wmma_solve_requested()) launch_solve<E, false>(s, p, a, q, k, work, stream);
+      if (wmma_solve) launch_solve<E, false>(s, p, a, q, k, work, stream);
       else launch_solve<E, true>(s, p, a, q, k, work, stream);
     } else {
       launch_solve<E, false>(s, p, a, q, k, work, stream);

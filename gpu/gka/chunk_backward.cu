@@ -470,6 +470,12 @@ template <class E>
 void launch(const GkaBackwardArgs& a) {
   const GkaArgs& f = a.fwd;
   auto stream = static_cast<cudaStream_t>(f.stream);
+  // TTR_GPU_GKA_BACKWARD_GEMM=naive (read at every launch, before anything is allocated):
+  // every product by a thread per output element, the same sums in the same order as
+  // the tiled path (its check).
+  const std::string gemm = env_switch("TTR_GPU_GKA_BACKWARD_GEMM");
+  if (!gemm.empty() && gemm != "naive") refuse_switch("TTR_GPU_GKA_BACKWARD_GEMM", gemm, "naive (unset: the tiled products)");
+  const bool naive = gemm == "naive";
   const std::int64_t BH = static_cast<std::int64_t>(f.B) * f.H,
                      rows = f.cu_seqlens ? f.packed_tokens * f.H : BH * f.T;
   const int nch = (f.T + kC - 1) / kC;
@@ -497,11 +503,6 @@ void launch(const GkaBackwardArgs& a) {
            nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   io.states = take(n_states), io.chunks = take(n_chunks), io.scratch = take(n_scratch);
   io.final_dh = take(n_final), io.wdq = take(n_d), io.wdk = take(n_d);
-  // TTR_GPU_GKA_BACKWARD_GEMM=naive (read at every launch): every product by a thread
-  // per output element, the same sums in the same order as the tiled path (its check).
-  const std::string gemm = env_switch("TTR_GPU_GKA_BACKWARD_GEMM");
-  if (!gemm.empty() && gemm != "naive") refuse_switch("TTR_GPU_GKA_BACKWARD_GEMM", gemm, "naive (unset: the tiled products)");
-  const bool naive = gemm == "naive";
   const Params p{f.B,      f.T,          f.H,          f.K,     f.V,          f.iters, f.scale, f.a, f.lambda_value,
                  f.omega0, f.fixed_lambda, f.cu_seqlens, a.mutant, naive};
   try {

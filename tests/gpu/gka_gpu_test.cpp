@@ -128,7 +128,7 @@ TEST(CudaGka, FragmentSolveEqualsTheWmmaSolveBitForBit) {
     }
     if (&c == &cases.front()) {  // a value the switch does not know is refused, not taken for the default
       const test::ScopedEnv solve("TTR_GPU_GKA_SOLVE", "WMMA");
-      EXPECT_THROW(run_kernel("gka", Form::chunk, Tier::bf16, in, cfg), InputError);
+      for (Tier dtype : {Tier::bf16, Tier::fp32}) EXPECT_THROW(run_kernel("gka", Form::chunk, dtype, in, cfg), InputError);
     }
     ASSERT_EQ(fragments.size(), wmma.size()) << c.name;
     for (const auto& [name, t] : fragments) {
