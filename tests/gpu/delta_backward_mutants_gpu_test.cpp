@@ -154,16 +154,17 @@ TEST(CudaBackwardMutants, GateFailsEachAndTheKernelIsCleanAfter) {
 // mma.sync wy, judged by the test above). The other stages are the same code at every
 // K, judged above; judging them here again would triple the test's time (an MPFR
 // oracle at K = 128 for every case).
+const std::set<std::string> kHopperDstateMutants = {"dht-ignored", "dv-state-gradient-late", "dh-pass-undecayed",
+                                                    "dh0-not-written", "backward-last-partial-chunk-dropped"};
+const std::set<std::string> kHopperWyMutants = {"dk-wy-term-dropped",         "dk-undecayed-key",
+                                                "ut-adjoint-transposed",      "wy-backward-offblock-dropped",
+                                                "backward-gate-exp-unmasked", "dg-revcumsum-exclusive",
+                                                "dbeta-sign-flipped",         "backward-last-partial-chunk-dropped"};
+
 bool in_hopper_stage(const std::string& mutant, const std::string& layer) {
-  static const std::set<std::string> dstate = {"dht-ignored", "dv-state-gradient-late", "dh-pass-undecayed",
-                                               "dh0-not-written", "backward-last-partial-chunk-dropped"};
-  static const std::set<std::string> wy = {"dk-wy-term-dropped",     "dk-undecayed-key",
-                                           "ut-adjoint-transposed",  "wy-backward-offblock-dropped",
-                                           "backward-gate-exp-unmasked", "dg-revcumsum-exclusive",
-                                           "dbeta-sign-flipped",     "backward-last-partial-chunk-dropped"};
   if (layer == "gka") return false;
-  if (dstate.count(mutant)) return true;
-  return wy.count(mutant) && layer != "kda" && layer != "precond_gated_delta_rule";
+  if (kHopperDstateMutants.count(mutant)) return true;
+  return kHopperWyMutants.count(mutant) && layer != "kda" && layer != "precond_gated_delta_rule";
 }
 
 // The Hopper stages (on compute capability 9.0 at K = V = 128, bf16: the backward's
@@ -176,8 +177,15 @@ TEST(CudaBackwardMutants, HopperStagesFailEachMutant) {
 #endif
   if (!gpu::hopper_state_pass_available()) GTEST_SKIP() << "the Hopper stages need compute capability 9.0";
   const test::ScopedEnv wy("TTR_GPU_WY", nullptr), state("TTR_GPU_STATE_BV", nullptr);  // the defaults
+  // A name the catalogue does not hold as a CUDA mutant would drop its bug silently.
+  std::set<std::string> names = kHopperDstateMutants;
+  names.insert(kHopperWyMutants.begin(), kHopperWyMutants.end());
+  for (const std::string& name : names)
+    EXPECT_TRUE(std::any_of(mutant_catalogue().begin(), mutant_catalogue().end(),
+                            [&](const MutantInfo& m) { return m.cuda && m.name == name; }))
+        << name << " is not a CUDA mutant of the catalogue";
   const int judged = judge_mutants(128, {Tier::bf16}, in_hopper_stage, 37);
-  EXPECT_GE(judged, 12);  // each of the stages' twelve mutants reaches at least one layer
+  EXPECT_GE(judged, static_cast<int>(names.size()));  // each of the twelve reaches at least one layer
 }
 
 // The gate's own path: check_kernels with KernelCheckOptions::mutant (what `gate
