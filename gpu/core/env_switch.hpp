@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "oracles/error.hpp"
@@ -20,6 +21,16 @@ inline std::string env_switch(const char* name) {
 
 [[noreturn]] inline void refuse_switch(const char* name, const std::string& value, const std::string& expected) {
   throw InputError(std::string(name) + "='" + value + "': expected " + expected);
+}
+
+// The variable's value, "" when unset or empty, else one of `known`; any other value
+// is refused, `expected` saying what the switch takes.
+inline std::string env_switch(const char* name, std::initializer_list<const char*> known, const std::string& expected) {
+  std::string v = env_switch(name);
+  if (v.empty()) return v;
+  for (const char* k : known)
+    if (v == k) return v;
+  refuse_switch(name, v, expected);
 }
 
 }  // namespace ttr::gpu

@@ -16,9 +16,8 @@ struct StateTiling {
   bool hopper = false;  // the warpgroup-MMA pass (delta_state_wgmma_sm90a.cu), 3 stages of its own
 };
 inline int state_stages(const StateTiling& tiling) {
-  const std::string t = env_switch("TTR_GPU_STATE_STAGES");
   // A value it does not know is refused whatever the tiling.
-  if (!t.empty() && t != "2" && t != "3") refuse_switch("TTR_GPU_STATE_STAGES", t, "2 or 3 (the cluster tilings take 2)");
+  const std::string t = env_switch("TTR_GPU_STATE_STAGES", {"2", "3"}, "2 or 3 (the cluster tilings take 2)");
   // The Hopper pass keeps 3 buffers of its own: "3" says so, "2" would time it under
   // another name (it is the default on compute capability 9.0; "32" names the
   // mma.sync pass that takes 2).

@@ -30,11 +30,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "gpu/api.hpp"
 #include "gpu/core/check.cuh"
+#include "gpu/core/env_switch.hpp"
 #include "gpu/core/launch.cuh"
 #include "gpu/core/mma_sync.cuh"
 #include "gpu/core/tile.cuh"
@@ -225,8 +225,7 @@ bool hopper_state_pass_fits(int K, int V) { return K == kK && V % kBV == 0; }
 bool hopper_state_passes_chosen(int K, int V) {
   // The default (TTR_GPU_STATE_BV unset or empty) and "32w": any other value names an
   // mma.sync tiling (delta_state_tiling.cuh).
-  const char* e = std::getenv("TTR_GPU_STATE_BV");
-  const std::string t = e ? e : "";
+  const std::string t = env_switch("TTR_GPU_STATE_BV");  // (its values refused by column_tiling)
   return (t.empty() || t == "32w") && hopper_state_pass_fits(K, V) && hopper_state_pass_available();
 }
 

@@ -29,7 +29,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -407,8 +406,7 @@ bool hopper_wy_chosen(Decay d, int K, int V, bool own_w) {
   // The default where it applies (TTR_GPU_WY unset, empty or "wgmma"); "mma" names the
   // mma.sync stage, which every other shape takes. Any other value is refused, not
   // taken for a default: a misspelt switch must not time the stage it meant to avoid.
-  const std::string t = env_switch("TTR_GPU_WY");
-  if (!t.empty() && t != "wgmma" && t != "mma") refuse_switch("TTR_GPU_WY", t, "wgmma (the default) or mma");
+  const std::string t = env_switch("TTR_GPU_WY", {"wgmma", "mma"}, "wgmma (the default) or mma");
   return t != "mma" && d != Decay::per_key && K == kKV && V == kKV && !own_w && hopper_state_pass_available();
 }
 

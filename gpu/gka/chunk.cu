@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "gpu/api.hpp"
@@ -355,9 +354,7 @@ std::size_t solve_smem(const Shape& s, bool frag) {
 // shared memory, four barriers per step), the kernel before the fragment path:
 // a benchmarking aid, read at every launch (the GPU test compares both paths).
 inline bool wmma_solve_requested() {
-  const std::string e = env_switch("TTR_GPU_GKA_SOLVE");
-  if (!e.empty() && e != "wmma") refuse_switch("TTR_GPU_GKA_SOLVE", e, "wmma (unset: the mma.sync fragment solve)");
-  return e == "wmma";
+  return env_switch("TTR_GPU_GKA_SOLVE", {"wmma"}, "wmma (unset: the mma.sync fragment solve)") == "wmma";
 }
 
 template <class E, bool kFrag>

@@ -56,7 +56,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "gpu/api.hpp"
@@ -473,9 +472,8 @@ void launch(const GkaBackwardArgs& a) {
   // TTR_GPU_GKA_BACKWARD_GEMM=naive (read at every launch, before anything is allocated):
   // every product by a thread per output element, the same sums in the same order as
   // the tiled path (its check).
-  const std::string gemm = env_switch("TTR_GPU_GKA_BACKWARD_GEMM");
-  if (!gemm.empty() && gemm != "naive") refuse_switch("TTR_GPU_GKA_BACKWARD_GEMM", gemm, "naive (unset: the tiled products)");
-  const bool naive = gemm == "naive";
+  const bool naive =
+      env_switch("TTR_GPU_GKA_BACKWARD_GEMM", {"naive"}, "naive (unset: the tiled products)") == "naive";
   const std::int64_t BH = static_cast<std::int64_t>(f.B) * f.H,
                      rows = f.cu_seqlens ? f.packed_tokens * f.H : BH * f.T;
   const int nch = (f.T + kC - 1) / kC;

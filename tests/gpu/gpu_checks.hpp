@@ -116,7 +116,7 @@ using Head = std::pair<std::int64_t, std::int64_t>;
 // An environment variable set (value) or unset (nullptr) for the guard's lifetime, then
 // restored to what it was (a run may set it for the whole binary: scripts/device-gdn-bench
 // --new-env), also when the code between throws. For the kernels' run-time switches
-// (TTR_GPU_STATE_BV, TTR_GPU_WY, TTR_GPU_GKA_SOLVE, TTR_GPU_GKA_BACKWARD_GEMM), read at every launch.
+// (gpu/core/env_switch.hpp: TTR_GPU_STATE_BV, TTR_GPU_WY, ...), read at every launch.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
